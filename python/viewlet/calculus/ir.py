@@ -1,0 +1,174 @@
+"""The calculus (AGCA of the DBToaster papers) over generalized multiset relations.
+
+A query maps tuples of variable bindings to multiplicities. Multiplication is a natural join
+(multiplicities multiply), addition is bag union (multiplicities add), `Sum[g]` projects onto
+group variables summing multiplicities. Aggregate values live in the multiplicity.
+
+Atoms:
+  Rel(t, cols, vars)      base relation t, its columns bound to variables
+  DeltaRel(t, cols, vars) the batch of changes to t (signed multiplicities)
+  MapRef(m, vars)         a materialized map, its value as the multiplicity
+  Const(c)                the constant c
+  Value(e)                the value of the scalar e over bound variables
+  Cond(p)                 1 when the predicate p holds, else 0 (NULL is not true)
+  Lift(x, e)              the assignment x := e (binds x; multiplicity 1)
+Composites: Sum(group, body), Add(terms), Mul(factors).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Tuple, Union
+
+from .scalar import Scalar
+
+Number = Union[int, Fraction]
+
+
+@dataclass(frozen=True)
+class Rel:
+    table: str
+    columns: Tuple[str, ...]
+    vars: Tuple[str, ...]
+
+    def free_vars(self):
+        return frozenset(self.vars)
+
+
+@dataclass(frozen=True)
+class DeltaRel:
+    table: str
+    columns: Tuple[str, ...]
+    vars: Tuple[str, ...]
+
+    def free_vars(self):
+        return frozenset(self.vars)
+
+
+@dataclass(frozen=True)
+class MapRef:
+    name: str
+    vars: Tuple[str, ...]
+
+    def free_vars(self):
+        return frozenset(self.vars)
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Number
+
+    def free_vars(self):
+        return frozenset()
+
+
+@dataclass(frozen=True)
+class Value:
+    expr: Scalar
+
+    def free_vars(self):
+        return self.expr.vars
+
+
+@dataclass(frozen=True)
+class Cond:
+    pred: Scalar
+
+    def free_vars(self):
+        return self.pred.vars
+
+
+@dataclass(frozen=True)
+class Lift:
+    var: str
+    expr: Scalar
+
+    def free_vars(self):
+        return frozenset({self.var}) | self.expr.vars
+
+
+@dataclass(frozen=True)
+class Sum:
+    group: Tuple[str, ...]
+    body: "Expr"
+
+    def free_vars(self):
+        return frozenset(self.group)
+
+
+@dataclass(frozen=True)
+class Add:
+    terms: Tuple["Expr", ...]
+
+    def free_vars(self):
+        return frozenset().union(*(t.free_vars() for t in self.terms))
+
+
+@dataclass(frozen=True)
+class Mul:
+    factors: Tuple["Expr", ...]
+
+    def free_vars(self):
+        return frozenset().union(*(f.free_vars() for f in self.factors))
+
+
+Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift]
+Expr = Union[Atom, Const, Sum, Add, Mul]
+ZERO = Const(0)
+ONE = Const(1)
+
+
+def relation_atoms(atoms):
+    return [a for a in atoms if isinstance(a, Rel)]
+
+
+def delta_atoms(atoms):
+    return [a for a in atoms if isinstance(a, DeltaRel)]
+
+
+@dataclass(frozen=True)
+class Monomial:
+    """coef * product of atoms: one term of a query in polynomial normal form."""
+
+    coef: Number
+    atoms: Tuple[Atom, ...] = field(default=())
+
+    def free_vars(self):
+        return frozenset().union(*(a.free_vars() for a in self.atoms)) if self.atoms else frozenset()
+
+    def relations(self):
+        return {a.table for a in self.atoms if isinstance(a, (Rel, DeltaRel))}
+
+    def degree(self) -> int:
+        return sum(1 for a in self.atoms if isinstance(a, Rel))
+
+    def to_expr(self) -> Expr:
+        factors = ([] if self.coef == 1 else [Const(self.coef)]) + list(self.atoms)
+        if not factors:
+            return ONE
+        return factors[0] if len(factors) == 1 else Mul(tuple(factors))
+
+
+@dataclass(frozen=True)
+class Query:
+    """Sum[group](sum of monomials): the normal form the compiler works on."""
+
+    group: Tuple[str, ...]
+    monomials: Tuple[Monomial, ...]
+
+    def relations(self):
+        out = set()
+        for m in self.monomials:
+            out |= m.relations()
+        return out
+
+    def degree(self) -> int:
+        return max((m.degree() for m in self.monomials), default=0)
+
+    def is_zero(self) -> bool:
+        return not self.monomials
+
+    def to_expr(self) -> Expr:
+        body = Add(tuple(m.to_expr() for m in self.monomials)) if len(self.monomials) != 1 \
+            else self.monomials[0].to_expr()
+        return Sum(self.group, body if self.monomials else ZERO)

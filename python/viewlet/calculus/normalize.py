@@ -1,0 +1,181 @@
+"""Polynomial normal form and simplification (DBToaster journal §5.3).
+
+`expand` pushes sums through products (polynomial expansion, materialization rule 2) and
+flattens nested Sum[...] terms whose private variables are renamed apart. `simplify` then
+applies partial evaluation (constants folded, identities Q*1, Q*0, Q+0, cancellation of
+equal terms with opposite signs) and unification (x = y on two variables becomes one
+variable; x := y is inlined), to a fixed point.
+"""
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+from sqlglot import exp
+
+from .ir import (Add, Atom, Const, Cond, DeltaRel, Expr, Lift, MapRef, Monomial, Mul, Query, Rel,
+                 Sum, Value)
+from .scalar import Scalar
+
+_fresh = itertools.count()
+
+
+def fresh_var(prefix: str = "v") -> str:
+    return f"{prefix}_{next(_fresh)}"
+
+
+def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
+    if not mapping:
+        return atom
+    r = lambda v: mapping.get(v, v)  # noqa: E731
+    if isinstance(atom, Rel):
+        return Rel(atom.table, atom.columns, tuple(map(r, atom.vars)))
+    if isinstance(atom, DeltaRel):
+        return DeltaRel(atom.table, atom.columns, tuple(map(r, atom.vars)))
+    if isinstance(atom, MapRef):
+        return MapRef(atom.name, tuple(map(r, atom.vars)))
+    if isinstance(atom, Value):
+        return Value(atom.expr.rename(mapping))
+    if isinstance(atom, Cond):
+        return Cond(atom.pred.rename(mapping))
+    if isinstance(atom, Lift):
+        return Lift(r(atom.var), atom.expr.rename(mapping))
+    raise TypeError(type(atom).__name__)
+
+
+def rename_monomial(mono: Monomial, mapping: Dict[str, str]) -> Monomial:
+    return Monomial(mono.coef, tuple(rename_atom(a, mapping) for a in mono.atoms))
+
+
+def expand(expr: Expr) -> List[Monomial]:
+    """Polynomial expansion of an expression into monomials (no simplification)."""
+    if isinstance(expr, Const):
+        return [Monomial(expr.value, ())] if expr.value != 0 else []
+    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift)):
+        return [Monomial(1, (expr,))]
+    if isinstance(expr, Add):
+        return [m for t in expr.terms for m in expand(t)]
+    if isinstance(expr, Mul):
+        result = [Monomial(1, ())]
+        for factor in expr.factors:
+            parts = expand(factor)
+            result = [Monomial(a.coef * b.coef, a.atoms + b.atoms) for a in result for b in parts]
+        return result
+    if isinstance(expr, Sum):
+        # Sum[g](Q) inside a product: rename Q's private variables apart, then flatten.
+        out = []
+        for m in expand(expr.body):
+            private = m.free_vars() - set(expr.group)
+            out.append(rename_monomial(m, {v: fresh_var(v.split("_")[0] or "v") for v in private}))
+        return out
+    raise TypeError(type(expr).__name__)
+
+
+def normalize(expr: Expr, group: Sequence[str] | None = None) -> Query:
+    """Normal form of Sum[group](expr); a bare expression keeps all its free variables."""
+    if isinstance(expr, Sum) and group is None:
+        group, expr = expr.group, expr.body
+    group = tuple(group if group is not None else sorted(expr.free_vars()))
+    return Query(group, simplify(expand(expr), group))
+
+
+def simplify(monomials: Iterable[Monomial], keep: Sequence[str] = ()) -> Tuple[Monomial, ...]:
+    """Partial evaluation + unification per monomial, then combination of like terms."""
+    combined: Dict[Tuple, Fraction] = {}
+    order: List[Tuple] = []
+    for m in monomials:
+        m = simplify_monomial(m, frozenset(keep))
+        if m is None:
+            continue
+        key = m.atoms
+        if key not in combined:
+            combined[key] = 0
+            order.append(key)
+        combined[key] += m.coef
+    out = []
+    for key in order:
+        coef = combined[key]
+        if coef != 0:
+            coef = int(coef) if Fraction(coef).denominator == 1 else coef
+            out.append(Monomial(coef, key))
+    return tuple(out)
+
+
+def simplify_monomial(mono: Monomial, keep: frozenset) -> Monomial | None:
+    coef = mono.coef
+    atoms = list(mono.atoms)
+    changed = True
+    while changed:
+        changed = False
+        for i, atom in enumerate(atoms):
+            folded = _fold_constant(atom)
+            if folded is not None:
+                if folded == 0:
+                    return None
+                coef *= folded
+                del atoms[i]
+                changed = True
+                break
+            mapping = _unifier(atom, atoms, keep)
+            if mapping:
+                del atoms[i]
+                atoms = [rename_atom(a, mapping) for a in atoms]
+                changed = True
+                break
+    if coef == 0:
+        return None
+    return Monomial(coef, tuple(sorted(atoms, key=_atom_sort_key)))
+
+
+def _fold_constant(atom: Atom):
+    """The numeric value of a constant atom, or None if it depends on variables."""
+    if isinstance(atom, Const):
+        return atom.value
+    if isinstance(atom, Value) and not atom.expr.vars:
+        lit = atom.expr.ast
+        if isinstance(lit, exp.Literal) and not lit.is_string:
+            text = lit.this
+            try:
+                return int(text)
+            except ValueError:
+                return None  # keep decimals as Spark values, exact typing matters
+        return None
+    if isinstance(atom, Cond) and not atom.pred.vars:
+        node = atom.pred.ast
+        if isinstance(node, exp.Boolean):
+            return 1 if node.this else 0
+        if isinstance(node, exp.Null):
+            return 0
+    return None
+
+
+def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] | None:
+    """x = y between two variables (or x := y) lets one variable replace the other."""
+    if isinstance(atom, Cond):
+        node = atom.pred.ast
+        if isinstance(node, exp.EQ) and isinstance(node.left, exp.Column) \
+                and isinstance(node.right, exp.Column):
+            a, b = node.left.name, node.right.name
+            if a == b:
+                return None
+            if b not in keep:
+                return {b: a}
+            if a not in keep:
+                return {a: b}
+        return None
+    if isinstance(atom, Lift) and atom.expr.is_var():
+        # x := y is x = y: one name for both.
+        src = next(iter(atom.expr.vars))
+        if atom.var not in keep:
+            return {atom.var: src}
+        if src not in keep:
+            return {src: atom.var}
+    return None
+
+
+_KIND_ORDER = {DeltaRel: 0, Rel: 1, MapRef: 2, Lift: 3, Value: 4, Cond: 5, Const: 6}
+
+
+def _atom_sort_key(atom: Atom):
+    return (_KIND_ORDER[type(atom)], repr(atom))

@@ -1,0 +1,45 @@
+"""Readable AGCA-style text for expressions, monomials and queries (used by EXPLAIN)."""
+from __future__ import annotations
+
+from .ir import (Add, Const, Cond, DeltaRel, Lift, MapRef, Monomial, Mul, Query, Rel, Sum, Value)
+
+
+def show(node) -> str:
+    if isinstance(node, Rel):
+        return f"{node.table}({', '.join(node.vars)})"
+    if isinstance(node, DeltaRel):
+        return f"d{node.table}({', '.join(node.vars)})"
+    if isinstance(node, MapRef):
+        return f"{node.name}[{', '.join(node.vars)}]"
+    if isinstance(node, Const):
+        return str(node.value)
+    if isinstance(node, Value):
+        return f"{{{node.expr.key}}}" if not node.expr.is_var() else node.expr.key.strip("`")
+    if isinstance(node, Cond):
+        return f"({node.pred.key})"
+    if isinstance(node, Lift):
+        return f"({node.var} := {node.expr.key})"
+    if isinstance(node, Sum):
+        return f"Sum[{', '.join(node.group)}]({show(node.body)})"
+    if isinstance(node, Add):
+        return " + ".join(show(t) for t in node.terms) or "0"
+    if isinstance(node, Mul):
+        return " * ".join(_paren(f) for f in node.factors)
+    if isinstance(node, Monomial):
+        return show_monomial(node)
+    if isinstance(node, Query):
+        body = " + ".join(show_monomial(m) for m in node.monomials) or "0"
+        return f"Sum[{', '.join(node.group)}]({body})"
+    raise TypeError(type(node).__name__)
+
+
+def show_monomial(m: Monomial, signed: bool = False) -> str:
+    parts = [show(a) for a in m.atoms]
+    if m.coef != 1 or not parts:
+        parts.insert(0, str(m.coef))
+    return " * ".join(parts).replace("`", "")
+
+
+def _paren(node) -> str:
+    text = show(node)
+    return f"({text})" if isinstance(node, Add) else text

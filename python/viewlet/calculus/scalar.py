@@ -1,0 +1,102 @@
+"""Scalar expressions inside the calculus: Spark SQL expressions over calculus variables.
+
+A scalar keeps a sqlglot AST whose column references name calculus variables. Spark, not
+Viewlet, evaluates scalars, so their semantics (types, NULLs, ANSI errors) are Spark's own.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+import sqlglot
+from sqlglot import exp
+
+
+class Scalar:
+    """An immutable Spark SQL expression whose free columns are calculus variables."""
+
+    __slots__ = ("_ast", "_key", "_vars")
+
+    def __init__(self, ast: exp.Expression):
+        self._ast = ast
+        self._key = ast.sql(dialect="spark")
+        self._vars = frozenset(c.name for c in ast.find_all(exp.Column))
+
+    @staticmethod
+    def parse(sql: str) -> "Scalar":
+        return Scalar(sqlglot.parse_one(sql, read="spark"))
+
+    @staticmethod
+    def var(name: str) -> "Scalar":
+        return Scalar(exp.column(name, quoted=True))
+
+    @staticmethod
+    def literal(value) -> "Scalar":
+        return Scalar(exp.convert(value))
+
+    @property
+    def ast(self) -> exp.Expression:
+        return self._ast.copy()
+
+    @property
+    def vars(self) -> frozenset:
+        return self._vars
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    def is_var(self) -> bool:
+        return isinstance(self._ast, exp.Column)
+
+    def rename(self, mapping: Mapping[str, str]) -> "Scalar":
+        if not (self._vars & set(mapping)):
+            return self
+
+        def swap(node):
+            if isinstance(node, exp.Column) and node.name in mapping:
+                return exp.column(mapping[node.name], quoted=True)
+            return node
+
+        return Scalar(self._ast.copy().transform(swap))
+
+    def substitute(self, values: Mapping[str, "Scalar"]) -> "Scalar":
+        """Replace variables by whole expressions (used to inline assignments)."""
+        if not (self._vars & set(values)):
+            return self
+
+        def swap(node):
+            if isinstance(node, exp.Column) and node.name in values:
+                return exp.Paren(this=values[node.name].ast)
+            return node
+
+        return Scalar(self._ast.copy().transform(swap))
+
+    def to_sql(self, column_sql: Callable[[str], str]) -> str:
+        """Render as Spark SQL, with `column_sql(var)` giving the SQL for each variable."""
+
+        def swap(node):
+            if isinstance(node, exp.Column):
+                return exp.Paren(this=sqlglot.parse_one(column_sql(node.name), read="spark"))
+            return node
+
+        return self._ast.copy().transform(swap).sql(dialect="spark")
+
+    def __eq__(self, other):
+        return isinstance(other, Scalar) and other._key == self._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return self._key
+
+
+def conjuncts(node: exp.Expression) -> Iterable[exp.Expression]:
+    """Split a predicate on top-level ANDs."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        yield from conjuncts(node.left)
+        yield from conjuncts(node.right)
+    else:
+        yield node

@@ -1,0 +1,69 @@
+"""The trigger program: maps (materialized queries) and, per base relation, the ordered
+statements that keep them up to date when a batch of changes to that relation arrives."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from ..calculus.ir import MapRef, Query, Rel
+
+VALUE = "__v"  # the value column of a single-valued map
+
+
+@dataclass
+class MapDef:
+    """A materialized query: one row per key, a value column per defining query."""
+
+    name: str
+    keys: Tuple[str, ...]              # key variables, in column order
+    values: Dict[str, Query]           # value column -> Sum[keys](...) over base relations
+    level: int                         # 0 for the view's own state, n for an n-th order delta
+
+    def relations(self):
+        out = set()
+        for q in self.values.values():
+            out |= q.relations()
+        return out
+
+
+@dataclass
+class Statement:
+    """target[keys] += rhs (incremental) or target := rhs (re-evaluation)."""
+
+    target: str
+    column: str
+    rhs: Query                         # Sum[target keys](monomials over the batch and maps)
+    strategy: str = "incremental"
+
+    def maps_read(self):
+        return sorted({a.name for m in self.rhs.monomials for a in m.atoms if isinstance(a, MapRef)})
+
+    def relations_read(self):
+        return sorted({a.table for m in self.rhs.monomials for a in m.atoms if isinstance(a, Rel)})
+
+
+@dataclass
+class Program:
+    view_map: str
+    depth: Optional[int]
+    maps: Dict[str, MapDef] = field(default_factory=dict)
+    triggers: Dict[str, List[Statement]] = field(default_factory=dict)
+
+    def add_statement(self, relation: str, stmt: Statement):
+        self.triggers.setdefault(relation, []).append(stmt)
+
+    def relations(self):
+        out = set()
+        for m in self.maps.values():
+            out |= m.relations()
+        return sorted(out)
+
+    def statements_for(self, relation: str) -> List[Statement]:
+        return self.triggers.get(relation, [])
+
+    def targets_for(self, relation: str) -> List[str]:
+        seen = []
+        for s in self.statements_for(relation):
+            if s.target not in seen:
+                seen.append(s.target)
+        return seen

@@ -1,0 +1,57 @@
+"""Refusals: constructs a view may not use (yet), each named with its position."""
+from __future__ import annotations
+
+from typing import Optional
+
+from sqlglot import exp
+
+from ..errors import UnsupportedSQL
+
+_NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
+                     "current_date", "curdate", "localtimestamp", "monotonically_increasing_id",
+                     "spark_partition_id", "input_file_name", "current_timezone", "unix_timestamp"}
+
+
+def position_of(node: Optional[exp.Expression]) -> Optional[int]:
+    if node is None:
+        return None
+    for n in node.walk():
+        meta = getattr(n, "_meta", None) or {}
+        if "start" in meta:
+            return meta["start"]
+    return None
+
+
+def reject_unsupported(tree: exp.Select, sql: str) -> None:
+    def fail(construct, node, detail=""):
+        raise UnsupportedSQL(construct, detail, position_of(node), sql)
+
+    if tree.args.get("with") is not None or tree.args.get("with_") is not None:
+        fail("a WITH clause (common table expressions)", tree,
+             "Inline the subquery or create an incremental view for it.")
+    if tree.args.get("distinct") is not None:
+        fail("SELECT DISTINCT", tree)
+    if tree.args.get("order") is not None:
+        fail("ORDER BY", tree.args["order"],
+             "A view is an unordered relation: order when you query it.")
+    if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
+        fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
+             "Apply the limit when you query the view.")
+    for node in tree.walk():
+        if node is tree:
+            continue
+        if isinstance(node, (exp.Select, exp.Subquery)):
+            fail("a subquery", node, "Nested queries are not supported yet.")
+        if isinstance(node, exp.Window):
+            fail("a window function (OVER)", node)
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            fail(node.key.upper(), node)
+        if isinstance(node, (exp.Lateral, exp.Unnest, exp.Explode, exp.Pivot, exp.TableSample)):
+            fail(node.key.upper(), node)
+        if isinstance(node, (exp.Min, exp.Max)):
+            fail(f"{node.key.upper()}()", node, "MIN and MAX are not maintained yet.")
+        if isinstance(node, exp.Func):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)):
+                fail(f"the non-deterministic function {name}()", node,
+                     "A view must be a deterministic function of its tables.")

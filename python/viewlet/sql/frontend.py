@@ -1,0 +1,439 @@
+"""SQL front end: a view's SELECT (Spark dialect, parsed by sqlglot) to the calculus.
+
+The result is a ViewSpec: the view state's group variables, one calculus query per state
+column (the row count, and per aggregate its sum and non-NULL count), and how the output
+columns are computed from the state. Names are resolved against base tables (through a
+TableResolver); types come later from Spark itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from ..calculus.ir import Cond, Lift, Monomial, Mul, Query, Rel, Value
+from ..calculus.normalize import normalize
+from ..calculus.scalar import Scalar, conjuncts
+from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
+from .checks import reject_unsupported, position_of
+from .tables import TableInfo, TableResolver
+
+COUNT_COLUMN = "__count"
+
+
+@dataclass
+class AggregateSpec:
+    kind: str                      # sum | count | count_star | avg
+    sql: str                       # the call as Spark SQL over base columns (type probes)
+    placeholder: str               # name standing for the aggregate in output expressions
+    sum_column: Optional[str]      # state column with the sum of non-NULL inputs
+    count_column: str              # state column with the number of non-NULL inputs
+
+
+@dataclass
+class OutputColumn:
+    name: str
+    expr: Scalar                   # over group variables and aggregate placeholders
+
+
+@dataclass
+class ViewSpec:
+    sql: str
+    tables: Dict[str, TableInfo]           # relation name in the calculus -> table
+    group: Tuple[str, ...]                 # view state keys (variables)
+    columns: Dict[str, Query]              # view state value columns
+    aggregates: List[AggregateSpec]
+    outputs: List[OutputColumn]
+    having: Optional[Scalar]
+    is_aggregate: bool
+    from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
+    var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
+
+
+class _Instance:
+    def __init__(self, alias: str, table: TableInfo, relation: str):
+        self.alias, self.table, self.relation = alias, table, relation
+        self.vars: Dict[str, str] = {}      # column (lower) -> variable
+
+
+class _Translator:
+    def __init__(self, sql: str, resolver: TableResolver):
+        self.sql = sql
+        self.resolver = resolver
+        self.instances: List[_Instance] = []
+        self.relation_names: Dict[str, str] = {}    # table id -> relation name
+        self.tables: Dict[str, TableInfo] = {}
+        self.parent: Dict[str, str] = {}            # union-find over variables (join equalities)
+        self.var_columns: Dict[str, Tuple[str, str]] = {}
+        self.nullable: Dict[str, bool] = {}
+        self.counter = 0
+
+    # -- names ---------------------------------------------------------------------------
+    def fail(self, construct: str, node: Optional[exp.Expression] = None, detail: str = ""):
+        raise UnsupportedSQL(construct, detail, position_of(node) if node is not None else None,
+                             self.sql)
+
+    def add_table(self, table: exp.Table):
+        parts = [p.name for p in table.parts]
+        info = self.resolver.resolve(parts)
+        if info.id not in self.relation_names:
+            base = _ident(info.display.rstrip("/").split("/")[-1].split(".")[-1]) or "t"
+            name = base
+            while name in self.tables:
+                name = f"{base}_{len(self.tables)}"
+            self.relation_names[info.id] = name
+            self.tables[name] = info
+        alias = table.alias_or_name
+        if any(i.alias.lower() == alias.lower() for i in self.instances):
+            self.fail(f"duplicate table alias '{alias}'", table, "Give each table its own alias.")
+        self.instances.append(_Instance(alias, info, self.relation_names[info.id]))
+
+    def column_var(self, col: exp.Column) -> str:
+        name, qual = col.name, col.table
+        if qual:
+            matches = [i for i in self.instances if i.alias.lower() == qual.lower()]
+            if not matches:
+                raise ViewletError(f"Unknown table or alias '{qual}' in column '{col.sql()}'.",
+                                   position_of(col))
+            inst = matches[0]
+            if inst.table.column(name) is None:
+                raise ViewletError(f"Column '{name}' does not exist in {inst.table.display} "
+                                   f"(alias '{inst.alias}'). Columns: "
+                                   f"{', '.join(c.name for c in inst.table.columns)}.", position_of(col))
+        else:
+            matches = [i for i in self.instances if i.table.column(name) is not None]
+            if not matches:
+                raise ViewletError(f"Column '{name}' does not exist in any table of the query.",
+                                   position_of(col))
+            if len(matches) > 1:
+                raise ViewletError(f"Column '{name}' is ambiguous: it exists in "
+                                   f"{', '.join(i.alias for i in matches)}. Qualify it.",
+                                   position_of(col))
+            inst = matches[0]
+        info = inst.table.column(name)
+        key = info.name.lower()
+        if key not in inst.vars:
+            var = f"{_ident(inst.alias)}_{_ident(info.name)}".lower()
+            while var in self.var_columns:
+                self.counter += 1
+                var = f"{_ident(inst.alias)}_{_ident(info.name)}_{self.counter}".lower()
+            inst.vars[key] = var
+            self.parent[var] = var
+            self.var_columns[var] = (inst.relation, info.name)
+            self.nullable[var] = info.nullable
+        return self.find(inst.vars[key])
+
+    def find(self, v: str) -> str:
+        while self.parent[v] != v:
+            self.parent[v] = self.parent[self.parent[v]]
+            v = self.parent[v]
+        return v
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}_{self.counter}"
+
+    def to_scalar(self, node: exp.Expression) -> Scalar:
+        """Replace column references by (unified) variables."""
+        def swap(n):
+            if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+                return exp.column(self.column_var(n), quoted=True)
+            return n
+        return Scalar(node.copy().transform(swap))
+
+    def is_nullable(self, node: exp.Expression) -> bool:
+        """Conservative: only arithmetic over non-NULL columns and literals is non-NULL."""
+        safe = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren,
+                exp.Identifier, exp.Cast)
+        for n in node.walk():
+            if not isinstance(n, safe):
+                return True
+            if isinstance(n, exp.Column) and self.nullable.get(self.column_var(n), True):
+                return True
+            if isinstance(n, exp.Literal) and n.this is None:
+                return True
+        return False
+
+    # -- the query -----------------------------------------------------------------------
+    def translate(self) -> ViewSpec:
+        try:
+            tree = sqlglot.parse_one(self.sql, read="spark")
+        except ParseError as e:
+            err = e.errors[0] if e.errors else {}
+            raise ViewletParseError(f"Syntax error in the view's query: {err.get('description', e)}",
+                                    err.get("start")) from None
+        if not isinstance(tree, exp.Select):
+            self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
+        reject_unsupported(tree, self.sql)
+
+        from_ = tree.args.get("from_") or tree.args.get("from")
+        if from_ is None:
+            self.fail("a SELECT without FROM", tree)
+        predicates: List[exp.Expression] = []
+        self._add_source(from_.this)
+        for join in tree.args.get("joins") or []:
+            self._add_join(join, predicates)
+        if tree.args.get("where") is not None:
+            predicates.append(tree.args["where"].this)
+
+        conds = self._unify(predicates)
+        group_items = self._group_items(tree)
+        selects = self._expand_star(tree.expressions)
+        # Every column the query mentions becomes a variable of its table's atom.
+        having = tree.args.get("having")
+        for node in conds + group_items + selects + ([having.this] if having is not None else []):
+            for col in node.find_all(exp.Column):
+                if not isinstance(col.this, exp.Star):
+                    self.column_var(col)
+        has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
+        if group_items or has_aggs:
+            return self._aggregate_view(tree, selects, group_items, conds)
+        return self._spj_view(tree, selects, conds)
+
+    def _add_source(self, node):
+        if isinstance(node, exp.Table):
+            self.add_table(node)
+        else:
+            self.fail(f"a {node.key.upper()} in FROM", node,
+                      "Only base tables are supported in FROM so far.")
+
+    def _add_join(self, join: exp.Join, predicates):
+        side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+        if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI", "NATURAL"):
+            self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
+                      "Only inner and cross joins are supported so far.")
+        self._add_source(join.this)
+        if join.args.get("on") is not None:
+            predicates.append(join.args["on"])
+        for ident in join.args.get("using") or []:
+            right = self.instances[-1].alias
+            left = [i for i in self.instances[:-1] if i.table.column(ident.name) is not None]
+            if len(left) != 1:
+                self.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left", join)
+            predicates.append(exp.EQ(this=exp.column(ident.name, table=left[0].alias),
+                                     expression=exp.column(ident.name, table=right)))
+
+    def _unify(self, predicates) -> List[exp.Expression]:
+        """Equalities between two columns unify their variables; the rest stay conditions."""
+        rest = []
+        for pred in predicates:
+            for c in conjuncts(pred):
+                if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                        and isinstance(c.right, exp.Column):
+                    a, b = self.column_var(c.left), self.column_var(c.right)
+                    if a != b:
+                        self.parent[b] = a
+                        self.nullable[a] = self.nullable[a] and self.nullable[b]
+                    continue
+                rest.append(c)
+        return rest
+
+    def _expand_star(self, selects):
+        out = []
+        for s in selects:
+            if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star)):
+                qual = s.table if isinstance(s, exp.Column) else ""
+                for inst in self.instances:
+                    if qual and inst.alias.lower() != qual.lower():
+                        continue
+                    for c in inst.table.columns:
+                        out.append(exp.column(c.name, table=inst.alias, quoted=True))
+            else:
+                out.append(s)
+        return out
+
+    def _group_items(self, tree) -> List[exp.Expression]:
+        group = tree.args.get("group")
+        if group is None:
+            return []
+        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+            self.fail("GROUPING SETS / ROLLUP / CUBE", group)
+        items = []
+        aliases = {s.alias.lower(): s.this for s in tree.expressions if isinstance(s, exp.Alias)}
+        for g in group.expressions:
+            if isinstance(g, exp.Literal) and g.is_int:
+                idx = int(g.this) - 1
+                if not 0 <= idx < len(tree.expressions):
+                    raise ViewletError(f"GROUP BY position {g.this} is not in the select list.",
+                                       position_of(g))
+                g = tree.expressions[idx]
+                g = g.this if isinstance(g, exp.Alias) else g
+            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases \
+                    and not any(i.table.column(g.name) for i in self.instances):
+                g = aliases[g.name.lower()]
+            items.append(g)
+        return items
+
+    def _base_atoms(self, conds) -> List:
+        atoms: List = []
+        for inst in self.instances:
+            cols = tuple(sorted(inst.vars))
+            atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
+                             tuple(self.find(inst.vars[c]) for c in cols)))
+        atoms += [Cond(self.to_scalar(c)) for c in conds]
+        return atoms
+
+    def _aggregate_view(self, tree, selects, group_items, conds) -> ViewSpec:
+        # Group keys: a plain column is its variable; any other expression is assigned.
+        group_vars: List[str] = []
+        lifts: List[Lift] = []
+        group_map: Dict[str, str] = {}          # scalar key of the group expression -> var
+        for g in group_items:
+            if g.find(exp.AggFunc):
+                self.fail("an aggregate in GROUP BY", g)
+            s = self.to_scalar(g)
+            if s.key in group_map:
+                continue
+            if s.is_var():
+                var = next(iter(s.vars))
+            else:
+                var = self.fresh("g")
+                lifts.append(Lift(var, s))
+            group_map[s.key] = var
+            if var not in group_vars:
+                group_vars.append(var)
+
+        state = _StateColumns(self, group_vars)
+        base = self._base_atoms(conds) + lifts
+        state.add(COUNT_COLUMN, base, [])
+        aggregates: List[AggregateSpec] = []
+        agg_by_sql: Dict[str, AggregateSpec] = {}
+
+        def replace(node: exp.Expression) -> exp.Expression:
+            """Output expression: aggregates -> placeholders, group expressions -> keys."""
+            if isinstance(node, exp.AggFunc):
+                spec = self._aggregate(node, base, state, agg_by_sql, aggregates)
+                return exp.column(spec.placeholder, quoted=True)
+            if isinstance(node, (exp.Column, exp.Expression)) and not isinstance(
+                    node, (exp.Literal, exp.Identifier, exp.Star)):
+                try:
+                    key = self.to_scalar(node).key
+                except ViewletError:
+                    key = None
+                if key in group_map:
+                    return exp.column(group_map[key], quoted=True)
+            if isinstance(node, exp.Column):
+                raise ViewletError(
+                    f"Column '{node.sql()}' must be in GROUP BY or inside an aggregate.",
+                    position_of(node))
+            new = node.copy()
+            for k, v in list(new.args.items()):
+                if isinstance(v, exp.Expression):
+                    new.set(k, replace(node.args[k]))
+                elif isinstance(v, list):
+                    new.set(k, [replace(x) if isinstance(x, exp.Expression) else x
+                                for x in node.args[k]])
+            return new
+
+        outputs = []
+        for s in selects:
+            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            inner = s.this if isinstance(s, exp.Alias) else s
+            outputs.append(OutputColumn(name, Scalar(replace(inner))))
+        having = None
+        if tree.args.get("having") is not None:
+            having = Scalar(replace(tree.args["having"].this))
+        return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
+                        outputs, having, True, _from_sql(tree), dict(self.var_columns))
+
+    def _aggregate(self, node, base, state, agg_by_sql, aggregates) -> AggregateSpec:
+        key = node.sql(dialect="spark")
+        if key in agg_by_sql:
+            return agg_by_sql[key]
+        if node.find(exp.Distinct):
+            self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
+        idx = len(aggregates)
+        placeholder = f"__agg_{idx}"
+        if isinstance(node, exp.Count):
+            arg = node.this
+            if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and arg.this is not None):
+                spec = AggregateSpec("count_star", key, placeholder, None, COUNT_COLUMN)
+            else:
+                cnt = state.add(f"n{idx}", base, [Cond(self.to_scalar(exp.Not(this=exp.Is(
+                    this=arg.copy(), expression=exp.Null()))))]) if self.is_nullable(arg) else COUNT_COLUMN
+                spec = AggregateSpec("count", key, placeholder, None, cnt)
+        elif isinstance(node, (exp.Sum, exp.Avg)):
+            arg = node.this
+            factors = _product_factors(arg)
+            values = [Value(self.to_scalar(f)) for f in factors]
+            not_null = [Cond(self.to_scalar(exp.Not(this=exp.Is(this=f.copy(), expression=exp.Null()))))
+                        for f in factors if self.is_nullable(f)]
+            total = state.add(f"s{idx}", base, values)
+            cnt = state.add(f"n{idx}", base, not_null) if not_null else COUNT_COLUMN
+            spec = AggregateSpec("sum" if isinstance(node, exp.Sum) else "avg", key, placeholder,
+                                 total, cnt)
+        else:
+            self.fail(f"the aggregate {node.sql(dialect='spark').split('(')[0].upper()}", node,
+                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG.")
+        agg_by_sql[key] = spec
+        aggregates.append(spec)
+        return spec
+
+    def _spj_view(self, tree, selects, conds) -> ViewSpec:
+        """A view without aggregates is a bag: state keys are the output values, the state
+        counts each distinct output row, and the result holds that many copies."""
+        group_vars: List[str] = []
+        lifts = []
+        outputs = []
+        for s in selects:
+            inner = s.this if isinstance(s, exp.Alias) else s
+            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            sc = self.to_scalar(inner)
+            if sc.is_var():
+                var = next(iter(sc.vars))
+            else:
+                var = self.fresh("o")
+                lifts.append(Lift(var, sc))
+            if var not in group_vars:
+                group_vars.append(var)
+            outputs.append(OutputColumn(name, Scalar.var(var)))
+        state = _StateColumns(self, group_vars)
+        state.add(COUNT_COLUMN, self._base_atoms(conds) + lifts, [])
+        return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
+                        None, False, _from_sql(tree), dict(self.var_columns))
+
+
+class _StateColumns:
+    """View state columns, one calculus query each; equal queries share a column."""
+
+    def __init__(self, tr: _Translator, group_vars: Sequence[str]):
+        self.tr = tr
+        self.group = tuple(group_vars)
+        self.columns: Dict[str, Query] = {}
+
+    def add(self, name: str, base: List, extra: List) -> str:
+        atoms = base + extra
+        q = normalize(Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0], group=self.group)
+        for existing, eq in self.columns.items():
+            if eq == q:
+                return existing
+        self.columns[name] = q
+        return name
+
+
+def _product_factors(node: exp.Expression) -> List[exp.Expression]:
+    """a * (b * c) -> [a, b, c], so each factor can be pushed into the map of its table."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Mul):
+        return _product_factors(node.left) + _product_factors(node.right)
+    return [node]
+
+
+def _from_sql(tree: exp.Select) -> str:
+    t = tree.copy()
+    t.set("expressions", [exp.Literal.number(1)])
+    t.set("having", None)
+    text = t.sql(dialect="spark")
+    return text[len("SELECT 1 "):]
+
+
+def _ident(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
+
+
+def translate(sql: str, resolver: TableResolver) -> ViewSpec:
+    return _Translator(sql, resolver).translate()

@@ -1,0 +1,31 @@
+"""What the SQL front end needs to know about a base table, and the resolver interface."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, Tuple
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str          # Spark SQL DDL type, e.g. "decimal(15,2)"
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    id: str                      # stable identity: the table's location (URI or path)
+    display: str                 # how the user wrote it, for messages
+    columns: Tuple[ColumnInfo, ...]
+
+    def column(self, name: str):
+        low = name.lower()
+        for c in self.columns:
+            if c.name.lower() == low:
+                return c
+        return None
+
+
+class TableResolver(Protocol):
+    def resolve(self, parts: Sequence[str]) -> TableInfo:
+        """Resolve a table reference (name parts as written) or raise TableNotFound."""

@@ -1,0 +1,187 @@
+"""TableStore on delta-rs (the `deltalake` package)."""
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Dict, Optional, Sequence
+from urllib.parse import urlparse
+
+import pyarrow as pa
+
+from ..errors import ChangeFeedError, TableNotFound, ViewletError
+from .base import Snapshot, TableStore, Txn
+
+_SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+# Reader features a plain Parquet read of the snapshot files would get wrong.
+_UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+
+
+def _dl():
+    # Imported lazily: deltalake must not be loaded before PySpark forks its workers.
+    import deltalake
+    return deltalake
+
+
+def _commit(txn: Optional[Txn], metadata: Optional[Dict[str, str]]):
+    dl = _dl()
+    from deltalake.transaction import CommitProperties, Transaction
+    apps = [Transaction(txn[0], int(txn[1]))] if txn else None
+    return CommitProperties(app_transactions=apps, custom_metadata=metadata or None)
+
+
+def quote(name: str) -> str:
+    """A column name as a DataFusion SQL identifier (used in MERGE predicates)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def plain_types(table: pa.Table) -> pa.Table:
+    """Cast Arrow types Spark cannot take (string_view, uint64, ...) to plain ones."""
+    fields = []
+    changed = False
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+            t, changed = pa.string(), True
+        elif pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
+            t, changed = pa.binary(), True
+        elif pa.types.is_uint64(t) or pa.types.is_uint32(t):
+            t, changed = pa.int64(), True
+        fields.append(pa.field(f.name, t, f.nullable))
+    return table.cast(pa.schema(fields)) if changed else table
+
+
+class DeltaRsStore(TableStore):
+    def __init__(self, storage_options: Optional[Dict[str, str]] = None):
+        self.options = storage_options or None
+
+    def _table(self, path: str, version: Optional[int] = None):
+        dl = _dl()
+        try:
+            return dl.DeltaTable(path, version=version, storage_options=self.options)
+        except Exception as e:  # delta-rs raises TableNotFoundError / DeltaError
+            if version is not None and self.exists(path):
+                raise ViewletError(
+                    f"Version {version} of the Delta table at {path} cannot be read ({e}). "
+                    "Its history may have been vacuumed or its log cleaned up; rebuild the view "
+                    "with REFRESH INCREMENTAL VIEW <name> FULL.") from None
+            raise TableNotFound(f"No Delta table at {path}: {e}") from None
+
+    def exists(self, path: str) -> bool:
+        return _dl().DeltaTable.is_deltatable(path, storage_options=self.options)
+
+    def version(self, path: str) -> int:
+        return self._table(path).version()
+
+    def snapshot(self, path: str, version: Optional[int] = None) -> Snapshot:
+        dt = self._table(path, version)
+        protocol = dt.protocol()
+        features = set(protocol.reader_features or [])
+        if features & _UNREADABLE_FEATURES or dt.metadata().configuration.get(
+                "delta.columnMapping.mode", "none") != "none":
+            raise ViewletError(
+                f"The Delta table at {path} uses {sorted(features & _UNREADABLE_FEATURES) or ['column mapping']}, "
+                "which Viewlet cannot read yet. Rewrite it without deletion vectors or column mapping.")
+        schema = pa.schema(dt.schema().to_arrow())
+        return Snapshot(path, dt.version(), tuple(dt.file_uris()), schema,
+                        tuple(dt.metadata().partition_columns))
+
+    def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
+        return plain_types(pa.table(self._table(path, version).to_pyarrow_table()))
+
+    def change_feed_enabled(self, path: str) -> bool:
+        conf = self._table(path).metadata().configuration
+        return str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+    def enable_change_feed(self, path: str) -> None:
+        try:
+            self._table(path).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
+        except Exception as e:
+            raise ChangeFeedError(
+                f"The change data feed of the Delta table at {path} is off and Viewlet could not "
+                f"turn it on ({e}). Run: ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
+                "(delta.enableChangeDataFeed = true), then create the view again.") from None
+
+    def read_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
+        dt = self._table(path)
+        try:
+            reader = dt.load_cdf(starting_version=after_version + 1, ending_version=to_version)
+            table = pa.table(reader)
+        except Exception as e:
+            raise ChangeFeedError(
+                f"Cannot read the change data feed of {path} for versions {after_version + 1}.."
+                f"{to_version} ({e}). The feed must be on for every version since the view was "
+                "created and the history must not be vacuumed; REFRESH INCREMENTAL VIEW <name> "
+                "FULL rebuilds the view from the current data.") from None
+        table = plain_types(table)
+        kinds = table.column("_change_type").to_pylist()
+        signs = pa.array([_SIGN[k] for k in kinds], pa.int64())
+        data_cols = [c for c in table.column_names
+                     if c not in ("_change_type", "_commit_version", "_commit_timestamp")]
+        return table.select(data_cols).append_column("_viewlet_sign", signs)
+
+    def create(self, path, data, txn=None, metadata=None, properties=None):
+        _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
+                              commit_properties=_commit(txn, metadata),
+                              storage_options=self.options)
+
+    def append(self, path, data, txn=None, metadata=None):
+        _dl().write_deltalake(path, data, mode="append", commit_properties=_commit(txn, metadata),
+                              storage_options=self.options)
+
+    def overwrite(self, path, data, txn=None, metadata=None):
+        _dl().write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
+                              commit_properties=_commit(txn, metadata),
+                              storage_options=self.options)
+
+    def merge_add(self, path, source, keys, values, zero_column, txn=None, metadata=None):
+        on = _key_predicate(keys)
+        merge = self._table(path).merge(source, predicate=on, source_alias="s", target_alias="t",
+                                        commit_properties=_commit(txn, metadata))
+        merge = merge.when_matched_delete(
+            predicate=f"t.{quote(zero_column)} + s.{quote(zero_column)} = 0")
+        merge = merge.when_matched_update(
+            updates={quote(v): f"t.{quote(v)} + s.{quote(v)}" for v in values})
+        merge = merge.when_not_matched_insert(
+            updates={quote(c): f"s.{quote(c)}" for c in list(keys) + list(values)})
+        return merge.execute()
+
+    def merge_replace(self, path, source, keys, op_column, txn=None, metadata=None):
+        on = " AND ".join([f"(s.{quote(op_column)} = 'del')"] + ([_key_predicate(keys)] if keys else []))
+        columns = [c for c in source.column_names if c != op_column]
+        merge = self._table(path).merge(source, predicate=on, source_alias="s", target_alias="t",
+                                        commit_properties=_commit(txn, metadata))
+        merge = merge.when_matched_delete()
+        merge = merge.when_not_matched_insert(
+            updates={quote(c): f"s.{quote(c)}" for c in columns},
+            predicate=f"s.{quote(op_column)} = 'ins'")
+        return merge.execute()
+
+    def delete_where_equal(self, path, column, value, txn=None):
+        literal = "'" + value.replace("'", "''") + "'"
+        self._table(path).delete(predicate=f"{quote(column)} = {literal}",
+                                 commit_properties=_commit(txn, None))
+
+    def txn_version(self, path, app_id):
+        return self._table(path).transaction_version(app_id)
+
+    def oldest_version(self, path: str) -> int:
+        history = self._table(path).history()
+        return min(h.get("version", 0) for h in history) if history else 0
+
+    def drop(self, path: str) -> None:
+        parsed = urlparse(path)
+        if parsed.scheme in ("", "file"):
+            local = parsed.path if parsed.scheme else path
+            if os.path.exists(local):
+                shutil.rmtree(local)
+            return
+        import fsspec  # remote stores: delete through fsspec when it is installed
+        fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=self.options or {})
+        fs.rm(paths[0], recursive=True)
+
+
+def _key_predicate(keys: Sequence[str]) -> str:
+    if not keys:
+        return "TRUE"
+    return " AND ".join(f"(t.{quote(k)} IS NOT DISTINCT FROM s.{quote(k)})" for k in keys)
+
