@@ -1,0 +1,11 @@
+package io.viewlet.spark
+
+import org.apache.spark.sql.SparkSessionExtensions
+
+/** Entry point for `spark.sql.extensions=io.viewlet.spark.ViewletExtensions`. */
+class ViewletExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    extensions.injectParser((_, parser) => ViewletParser.wrap(parser))
+    extensions.injectResolutionRule(_ => new ViewletResolution)
+  }
+}

@@ -1,0 +1,24 @@
+package io.viewlet.spark
+
+/**
+ * Implemented in Python (Py4J callback, `implements = ["io.viewlet.spark.ViewletHandler"]`);
+ * compiles to a plain Java interface. Written in Scala so the jar builds with scalac alone (a JRE
+ * has no javac).
+ *
+ * Error replies of describe/execute: `{"error": {"kind": "parse"|"analysis"|..., "message":
+ * "...", "position": <char offset into the statement text, or null>}}`.
+ */
+trait ViewletHandler {
+
+  /** Parse time, no side effects: `{"columns": [{"name": "...", "type": "<Spark DDL type>"}]}`. */
+  def describe(statementText: String): String
+
+  /** Run time, once: `{"rows": [[v, ...], ...]}` (JSON scalars; ISO strings for timestamps). */
+  def execute(statementText: String): String
+
+  /**
+   * A name Spark's catalog did not resolve, as a JSON array of parts (`["db","v"]`): an analyzed
+   * Catalyst LogicalPlan, or null when the name is not Viewlet's.
+   */
+  def resolveRelation(multipartIdentifierJson: String): AnyRef
+}

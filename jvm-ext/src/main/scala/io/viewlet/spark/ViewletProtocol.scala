@@ -1,0 +1,74 @@
+package io.viewlet.spark
+
+import com.fasterxml.jackson.databind.{DeserializationFeature, JsonNode, ObjectMapper}
+
+/** Calls into the Python handler and decodes its JSON replies; every failure is a ViewletException. */
+object ViewletProtocol {
+  private val mapper = new ObjectMapper()
+    .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+    .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
+
+  def handler(): ViewletHandler = {
+    val h = ViewletBridge.handler()
+    if (h == null) throw ViewletException.notEnabled()
+    h
+  }
+
+  /** describe(): the reply node; error replies throw (kind "parse" as a ParseException). */
+  def describe(statement: String): JsonNode =
+    decode(call(handler().describe(statement)), statement, parsePhase = true)
+
+  /** execute(): the reply node; error replies throw ViewletException. */
+  def execute(statement: String): JsonNode =
+    decode(call(handler().execute(statement)), statement, parsePhase = false)
+
+  /** resolveRelation(): the plan object Python returned, or null. */
+  def resolveRelation(nameParts: Seq[String]): AnyRef = {
+    val json = mapper.writeValueAsString(nameParts.toArray)
+    call(handler().resolveRelation(json))
+  }
+
+  /** Runs a handler call, turning Py4J failures (a Python exception) into ViewletException. */
+  def call[T](body: => T): T =
+    try body
+    catch {
+      case e: ViewletException => throw e
+      case e: Exception if e.getClass.getName.startsWith("py4j.") =>
+        throw new ViewletException(pythonMessage(e.getMessage), cause = Some(e))
+    }
+
+  /** The Python exception line(s) out of a Py4J "Return Message: Traceback ..." text. */
+  def pythonMessage(raw: String): String = {
+    if (raw == null) return "Viewlet's Python handler failed"
+    val marker = "Traceback (most recent call last):"
+    val at = raw.lastIndexOf(marker)
+    if (at < 0) return raw.trim
+    val lines = raw.substring(at + marker.length).split("\n").toSeq
+    val lastFrameLine = lines.lastIndexWhere(l => l.startsWith(" ") || l.startsWith("\t"))
+    val msg = lines.drop(lastFrameLine + 1).mkString("\n").trim
+    if (msg.isEmpty) raw.trim else msg
+  }
+
+  private def decode(reply: String, statement: String, parsePhase: Boolean): JsonNode = {
+    if (reply == null) throw new ViewletException("Viewlet's Python handler returned no reply")
+    val node =
+      try mapper.readTree(reply)
+      catch {
+        case e: Exception =>
+          throw new ViewletException(
+            s"Viewlet's Python handler returned invalid JSON: ${e.getMessage}", cause = Some(e))
+      }
+    val err = node.get("error")
+    if (err != null && !err.isNull) throw errorOf(err, statement, parsePhase)
+    node
+  }
+
+  private def errorOf(err: JsonNode, statement: String, parsePhase: Boolean): Exception = {
+    val message = Option(err.get("message")).filterNot(_.isNull).map(_.asText)
+      .getOrElse(err.toString)
+    val kind = Option(err.get("kind")).filterNot(_.isNull).map(_.asText).getOrElse("")
+    val position = Option(err.get("position")).filter(_.canConvertToInt).map(_.asInt)
+    if (parsePhase && kind == "parse") new ViewletParseException(message, statement, position)
+    else new ViewletException(message, Some(statement), position)
+  }
+}
