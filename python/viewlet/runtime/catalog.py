@@ -1,0 +1,64 @@
+"""The warehouse catalog: incremental views and named Delta tables, kept in a Delta table."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import pyarrow as pa
+
+from ..storage.base import TableStore
+from .layout import WarehouseLayout
+
+_SCHEMA = pa.schema([
+    ("id", pa.string()), ("kind", pa.string()), ("name", pa.string()),
+    ("location", pa.string()), ("spec", pa.string()), ("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+@dataclass
+class Entry:
+    id: str
+    kind: str          # "view" | "table"
+    name: str
+    location: str
+    spec: Dict
+
+    def to_row(self):
+        return {"id": self.id, "kind": self.kind, "name": self.name, "location": self.location,
+                "spec": json.dumps(self.spec), "created_at": dt.datetime.now(dt.timezone.utc)}
+
+
+class Catalog:
+    def __init__(self, store: TableStore, layout: WarehouseLayout):
+        self.store = store
+        self.layout = layout
+
+    def _entries(self) -> List[Entry]:
+        path = self.layout.catalog
+        if not self.store.exists(path):
+            return []
+        rows = self.store.read_arrow(path).to_pylist()
+        return [Entry(r["id"], r["kind"], r["name"], r["location"], json.loads(r["spec"])) for r in rows]
+
+    def entries(self, kind: Optional[str] = None) -> List[Entry]:
+        return sorted((e for e in self._entries() if kind is None or e.kind == kind),
+                      key=lambda e: e.name.lower())
+
+    def find(self, name: str, kind: Optional[str] = None) -> Optional[Entry]:
+        low = name.lower()
+        for e in self._entries():
+            if e.name.lower() == low and (kind is None or e.kind == kind):
+                return e
+        return None
+
+    def add(self, entry: Entry) -> None:
+        data = pa.Table.from_pylist([entry.to_row()], schema=_SCHEMA)
+        if self.store.exists(self.layout.catalog):
+            self.store.append(self.layout.catalog, data)
+        else:
+            self.store.create(self.layout.catalog, data)
+
+    def remove(self, entry_id: str) -> None:
+        self.store.delete_where_equal(self.layout.catalog, "id", entry_id)

@@ -1,0 +1,113 @@
+"""A Viewlet context: one Spark session, one warehouse, the catalog and compiled views."""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Dict, List, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..errors import ViewletError, ViewNotFound
+from ..spark.io import read_table
+from ..spark.lower import q
+from ..storage.base import TableStore
+from ..storage.deltars import DeltaRsStore
+from .catalog import Catalog, Entry
+from .definition import CompiledView
+from .layout import WarehouseLayout, normalize_location
+from .tables import LiveResolver
+from . import views
+
+log = logging.getLogger("viewlet")
+
+
+class Viewlet:
+    def __init__(self, spark: SparkSession, warehouse: str, store: Optional[TableStore] = None,
+                 auto_enable_change_feed: bool = True):
+        self.spark = spark
+        self.layout = WarehouseLayout(warehouse)
+        self.store = store or DeltaRsStore()
+        self.catalog = Catalog(self.store, self.layout)
+        self.auto_enable_change_feed = auto_enable_change_feed
+        self._compiled: Dict[str, CompiledView] = {}
+
+    @property
+    def warehouse(self) -> str:
+        return self.layout.root
+
+    def resolver(self) -> LiveResolver:
+        return LiveResolver(self)
+
+    # -- views -----------------------------------------------------------------------------
+    def create_view(self, name: str, sql: str, depth: Optional[int] = None,
+                    if_not_exists: bool = False) -> Dict:
+        if depth is not None and (not isinstance(depth, int) or depth < 0):
+            raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
+        return views.create_view(self, name, sql, depth, if_not_exists)
+
+    def refresh(self, name: str) -> Dict:
+        return views.refresh_view(self, name)
+
+    def drop_view(self, name: str, if_exists: bool = False) -> Dict:
+        return views.drop_view(self, name, if_exists)
+
+    def view_names(self) -> List[str]:
+        return [e.name for e in self.catalog.entries("view")]
+
+    def load(self, name: str) -> "views.LoadedView":
+        entry = self.catalog.find(name, "view")
+        if entry is None:
+            raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
+                               "lists the views of this warehouse.")
+        if entry.id not in self._compiled:
+            self._compiled[entry.id] = views.load_compiled(self, entry)
+        return views.LoadedView(self, entry, self._compiled[entry.id])
+
+    def remember(self, entry: Entry, compiled: CompiledView):
+        self._compiled[entry.id] = compiled
+
+    def forget(self, view_id: str):
+        self._compiled.pop(view_id, None)
+
+    def read_view(self, name: str, version: Optional[int] = None) -> DataFrame:
+        """The view's rows (its result table, output columns under their SQL names)."""
+        view = self.load(name)
+        df = read_table(self.spark, self.store, view.result_path, version)
+        cols = view.spec["result"]["columns"]
+        return df.selectExpr(*[f"{q(c['physical'])} AS {q(c['name'])}" for c in cols])
+
+    # -- base tables -----------------------------------------------------------------------
+    def register_table(self, name: str, path: str, replace: bool = False) -> Dict:
+        views.validate_name(name)
+        location = normalize_location(path)
+        if not self.store.exists(location):
+            raise ViewletError(f"No Delta table at {location}: register_table needs an existing "
+                               "Delta table.")
+        existing = self.catalog.find(name)
+        if existing is not None:
+            if existing.kind == "view":
+                raise ViewletError(f"'{name}' is already an incremental view.")
+            if existing.location == location:
+                return {"table": name, "location": location, "status": "registered"}
+            if not replace:
+                raise ViewletError(f"Table name '{name}' is already registered for "
+                                   f"{existing.location}. Pass replace=True to point it elsewhere.")
+            self.catalog.remove(existing.id)
+        self.catalog.add(Entry(uuid.uuid4().hex, "table", name, location, {}))
+        return {"table": name, "location": location, "status": "registered"}
+
+    def resolve_relation(self, parts: List[str]) -> Optional[DataFrame]:
+        """A DataFrame for a table reference Spark's catalog does not know, or None."""
+        if len(parts) == 2 and parts[0].lower() == "delta":
+            location = normalize_location(parts[1])
+            if not self.store.exists(location):
+                return None
+            return read_table(self.spark, self.store, location)
+        if len(parts) != 1:
+            return None
+        entry = self.catalog.find(parts[0])
+        if entry is None:
+            return None
+        if entry.kind == "view":
+            return self.read_view(entry.name)
+        return read_table(self.spark, self.store, entry.location)

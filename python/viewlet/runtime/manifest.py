@@ -1,0 +1,76 @@
+"""Batch manifests: the record that makes batches exactly-once.
+
+Before a batch touches any map it appends a 'planned' row holding the base-table version
+ranges it consumes and every map's version at batch start; after every map has committed it
+appends a 'committed' row. Watermarks are the ranges of the newest committed batch. A planned
+batch without its committed row is re-run with exactly the recorded inputs.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+
+from ..storage.base import TableStore
+
+_SCHEMA = pa.schema([
+    ("batch", pa.int64()), ("phase", pa.string()), ("ranges", pa.string()),
+    ("map_versions", pa.string()), ("stats", pa.string()), ("at", pa.timestamp("us", tz="UTC")),
+])
+
+Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
+
+
+@dataclass
+class BatchRecord:
+    batch: int
+    phase: str
+    ranges: Ranges
+    map_versions: Dict[str, int]
+    stats: Dict
+    at: Optional[dt.datetime] = None
+
+    @property
+    def watermarks(self) -> Dict[str, int]:
+        return {rel: r[1] for rel, r in self.ranges.items()}
+
+
+class Manifest:
+    def __init__(self, store: TableStore, path: str):
+        self.store = store
+        self.path = path
+
+    def _append(self, rec: BatchRecord, create: bool = False):
+        row = {"batch": rec.batch, "phase": rec.phase,
+               "ranges": json.dumps({k: list(v) for k, v in rec.ranges.items()}),
+               "map_versions": json.dumps(rec.map_versions), "stats": json.dumps(rec.stats),
+               "at": dt.datetime.now(dt.timezone.utc)}
+        data = pa.Table.from_pylist([row], schema=_SCHEMA)
+        (self.store.create if create else self.store.append)(self.path, data)
+
+    def records(self) -> List[BatchRecord]:
+        rows = self.store.read_arrow(self.path).to_pylist()
+        out = [BatchRecord(r["batch"], r["phase"],
+                           {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
+                           json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
+               for r in rows]
+        return sorted(out, key=lambda r: (r.batch, r.phase == "committed"))
+
+    def start(self, versions: Dict[str, int], stats: Dict):
+        self._append(BatchRecord(0, "committed", {k: (v, v) for k, v in versions.items()}, {}, stats),
+                     create=True)
+
+    def latest(self) -> BatchRecord:
+        return self.records()[-1]
+
+    def last_committed(self) -> BatchRecord:
+        return [r for r in self.records() if r.phase == "committed"][-1]
+
+    def plan(self, batch: int, ranges: Ranges, map_versions: Dict[str, int]):
+        self._append(BatchRecord(batch, "planned", ranges, map_versions, {}))
+
+    def commit(self, planned: BatchRecord, stats: Dict):
+        self._append(BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats))

@@ -1,0 +1,75 @@
+"""Resolving base tables for the compiler and binding a query's table references to
+DataFrames at chosen versions (for type probes, recomputation and initial loads)."""
+from __future__ import annotations
+
+from typing import Dict, Sequence, Tuple
+
+import sqlglot
+from pyspark.sql import DataFrame
+from sqlglot import exp
+
+from ..errors import TableNotFound, ViewletError
+from ..spark.io import spark_schema
+from ..sql.tables import ColumnInfo, TableInfo
+from .layout import normalize_location
+
+
+class LiveResolver:
+    """delta.`/path` and names given with register_table; nothing else can be a base table."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def location(self, parts: Sequence[str]) -> Tuple[str, str]:
+        """(location, display name) of a table reference."""
+        if len(parts) == 2 and parts[0].lower() == "delta":
+            return normalize_location(parts[1]), f"delta.`{parts[1]}`"
+        name = ".".join(parts)
+        entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
+        if entry is not None:
+            return entry.location, name
+        if len(parts) == 1 and self.ctx.catalog.find(name, "view") is not None:
+            raise ViewletError(f"'{name}' is an incremental view; views over incremental views "
+                               "are not supported yet. Use its defining query's tables instead.")
+        raise TableNotFound(
+            f"Table '{name}' not found. Base tables of an incremental view must be Delta tables: "
+            f"write delta.`/path/to/table`, or name one with "
+            f"viewlet.register_table(spark, '{name}', '/path/to/table').")
+
+    def resolve(self, parts: Sequence[str]) -> TableInfo:
+        location, display = self.location(parts)
+        if not self.ctx.store.exists(location):
+            raise TableNotFound(f"No Delta table at {location} (referenced as {display}). "
+                                "Check the path, or create the table first.")
+        snap = self.ctx.store.snapshot(location)
+        schema = spark_schema(snap.schema)
+        cols = tuple(ColumnInfo(f.name, f.dataType.simpleString(), f.nullable) for f in schema.fields)
+        return TableInfo(location, display, cols)
+
+
+def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[str, Dict[str, DataFrame]]:
+    """Rewrite every table reference of `sql` to a DataFrame parameter for spark.sql.
+
+    `location_of(parts)` gives a reference's table location; `frames` maps locations to the
+    DataFrames to read (e.g. snapshots at the batch's versions)."""
+    tree = sqlglot.parse_one(sql, read="spark")
+    params: Dict[str, DataFrame] = {}
+    names: Dict[str, str] = {}
+
+    def swap(node):
+        if isinstance(node, exp.Table) and node.name:
+            loc = location_of([p.name for p in node.parts])
+            if loc not in frames:
+                raise ViewletError(f"internal: no frame bound for {loc}")
+            if loc not in names:
+                names[loc] = f"__viewlet_t{len(names)}__"
+                params[names[loc].strip("_")] = frames[loc]
+            alias = node.alias_or_name
+            return exp.Table(this=exp.to_identifier(names[loc]),
+                             alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+        return node
+
+    text = tree.transform(swap).sql(dialect="spark")
+    for loc, placeholder in names.items():
+        text = text.replace(placeholder, "{" + placeholder.strip("_") + "}")
+    return text, params

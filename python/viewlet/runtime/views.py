@@ -1,0 +1,411 @@
+"""Incremental views: create (with the initial load), refresh (one batch), drop."""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Dict, List, Optional
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from ..compiler.program import VALUE
+from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
+from ..spark.io import arrow_frame, frame_arrow, read_table
+from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
+from ..sql.frontend import COUNT_COLUMN
+from .batch import relation_columns, run_triggers, sum_by_keys
+from .catalog import Entry
+from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
+                         normalize_value_type, result_layout)
+from .manifest import BatchRecord, Manifest
+from .result import result_rows_sql
+from .tables import bind_tables
+
+log = logging.getLogger("viewlet")
+OP = "__viewlet_op"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class MapSchema:
+    keys: List[str]
+    key_types: List[str]
+    values: Dict[str, str]
+
+    def ddl(self) -> str:
+        cols = list(zip(self.keys, self.key_types)) + list(self.values.items())
+        return ", ".join(f"{q(c)} {t}" for c, t in cols)
+
+    def struct(self) -> StructType:
+        return StructType.fromDDL(self.ddl())
+
+    def to_json(self):
+        return {"keys": self.keys, "key_types": self.key_types, "values": self.values}
+
+
+def validate_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise ViewletError(f"Invalid incremental view name {name!r}: use letters, digits and "
+                           "underscores, starting with a letter or underscore.")
+    return name
+
+
+class LoadedView:
+    def __init__(self, ctx, entry: Entry, compiled: CompiledView):
+        self.ctx, self.entry, self.compiled = ctx, entry, compiled
+        self.spec = entry.spec
+
+    id = property(lambda self: self.entry.id)
+    name = property(lambda self: self.entry.name)
+
+    @cached_property
+    def _columns(self):
+        return relation_columns(self.compiled.program)
+
+    def columns_of(self, relation: str) -> List[str]:
+        return self._columns.get(relation, [])
+
+    def table_path(self, relation: str) -> str:
+        return self.compiled.spec.tables[relation].id
+
+    def map_path(self, name: str) -> str:
+        return self.ctx.layout.map_table(self.id, name)
+
+    def map_schema(self, name: str) -> MapSchema:
+        m = self.spec["maps"][name]
+        return MapSchema(m["keys"], m["key_types"], m["values"])
+
+    @property
+    def result_path(self) -> str:
+        return self.ctx.layout.result_table(self.id)
+
+    @property
+    def manifest(self) -> Manifest:
+        return Manifest(self.ctx.store, self.ctx.layout.manifest_table(self.id))
+
+    @property
+    def app_id(self) -> str:
+        return f"viewlet:{self.id}"
+
+
+class _SnapshotSource(AtomSource):
+    """Atoms read base tables at fixed versions (the initial load of every map)."""
+
+    def __init__(self, ctx, view_like, versions: Dict[str, int]):
+        self.ctx, self.view, self.versions = ctx, view_like, versions
+        self._frames = {}
+
+    def relation(self, relation):
+        if relation not in self._frames:
+            self._frames[relation] = read_table(self.ctx.spark, self.ctx.store,
+                                                self.view.table_path(relation),
+                                                self.versions[relation], self.view.columns_of(relation))
+        return self._frames[relation]
+
+
+class _Draft:
+    """A view being created: what LoadedView offers, before the catalog knows it."""
+
+    def __init__(self, ctx, view_id: str, compiled: CompiledView):
+        self.ctx, self.id, self.compiled = ctx, view_id, compiled
+        self.columns = relation_columns(compiled.program)
+
+    def columns_of(self, relation):
+        return self.columns.get(relation, [])
+
+    def table_path(self, relation):
+        return self.compiled.spec.tables[relation].id
+
+
+# -- CREATE ------------------------------------------------------------------------------
+def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
+                if_not_exists: bool = False) -> Dict:
+    validate_name(name)
+    t_start = time.perf_counter()
+    if ctx.catalog.find(name) is not None:
+        if if_not_exists:
+            return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
+        raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
+                                "use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
+    recorder = RecordingResolver(ctx.resolver())
+    compiled = compile_definition(sql, recorder, depth)        # all SQL errors happen here
+    spec = compiled.spec
+    view_id = uuid.uuid4().hex
+    view_dir = ctx.layout.view_dir(view_id)
+    try:
+        versions = _prepare_base_tables(ctx, compiled)
+        draft = _Draft(ctx, view_id, compiled)
+        frames = {spec.tables[r].id: read_table(ctx.spark, ctx.store, spec.tables[r].id, v)
+                  for r, v in versions.items()}
+        location_of = lambda parts: recorder.refs["\x1f".join(parts)].id  # noqa: E731
+        output_types = _output_types(ctx, sql, frames, location_of)
+        agg_types = _aggregate_types(ctx, compiled, frames, location_of)
+        layout = result_layout(spec, output_types) if depth != 0 else \
+            dict(result_layout(spec, output_types), keys=[], hidden=[])
+        source = _SnapshotSource(ctx, draft, versions)
+        maps_json: Dict[str, Dict] = {}
+        state_frame = None
+        if depth != 0:
+            for m in compiled.program.maps.values():
+                schema, frame = _initial_map(ctx, m, source)
+                maps_json[m.name] = schema.to_json()
+                ctx.store.create(ctx.layout.map_table(view_id, m.name), frame_arrow(frame),
+                                 txn=(f"viewlet:{view_id}", 0))
+                if m.name == compiled.program.view_map:
+                    state_frame = read_table(ctx.spark, ctx.store, ctx.layout.map_table(view_id, m.name))
+        result = _initial_result(ctx, compiled, layout, agg_types, state_frame, maps_json,
+                                 sql, frames, location_of)
+        ctx.store.create(ctx.layout.result_table(view_id), frame_arrow(result),
+                         txn=(f"viewlet:{view_id}", 0))
+        rows = ctx.store.snapshot(ctx.layout.result_table(view_id))
+        stats = {"seconds": {"create": time.perf_counter() - t_start}}
+        Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
+        entry = Entry(view_id, "view", name, view_dir, {
+            "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
+            "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
+        })
+        ctx.catalog.add(entry)
+    except BaseException:
+        ctx.store.drop(view_dir)
+        raise
+    ctx.remember(entry, compiled)
+    count = ctx.spark.read.parquet(*rows.files).count() if rows.files else 0
+    return {"view": name, "status": "created", "maps": len(compiled.program.maps),
+            "rows": count, "seconds": round(time.perf_counter() - t_start, 3)}
+
+
+def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:
+    versions = {}
+    for rel, table in compiled.spec.tables.items():
+        if not ctx.store.change_feed_enabled(table.id):
+            if not ctx.auto_enable_change_feed:
+                raise ViewletError(
+                    f"The change data feed of {table.display} is off. Turn it on with: ALTER TABLE "
+                    f"{table.display} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+            log.warning("Turning on the change data feed of %s", table.display)
+            ctx.store.enable_change_feed(table.id)
+        versions[rel] = ctx.store.version(table.id)
+    return versions
+
+
+def _output_types(ctx, sql, frames, location_of):
+    text, params = bind_tables(sql, frames, location_of)
+    schema = ctx.spark.sql(text, **params).schema
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def _aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+    spec = compiled.spec
+    if not spec.aggregates:
+        return {}
+    items = []
+    for a in spec.aggregates:
+        items.append(f"{a.sql} AS {q(a.placeholder)}")
+        if a.kind == "avg":
+            items.append(f"{re.sub('^AVG', 'SUM', a.sql, flags=re.I)} AS {q(a.placeholder + '_sum')}")
+    text, params = bind_tables(f"SELECT {', '.join(items)} {spec.from_sql}", frames, location_of)
+    fields = {f.name: f.dataType.simpleString() for f in ctx.spark.sql(text, **params).schema.fields}
+    return {a.placeholder: {"type": fields[a.placeholder],
+                            "sum_type": fields.get(a.placeholder + "_sum", fields[a.placeholder])}
+            for a in spec.aggregates}
+
+
+def _initial_map(ctx, m, source):
+    """A map's content at the base versions, and its physical schema (decided by Spark)."""
+    keys = [f"k{i}" for i in range(len(m.keys))]
+    frames = {}
+    key_types: List[str] = []
+    values: Dict[str, str] = {}
+    for col, query in m.values.items():
+        sb = SqlBuilder()
+        df = ctx.spark.sql(lower_query(query, source, sb, keys, col), **sb.params)
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        key_types = key_types or [types[k] for k in keys]
+        values[col] = normalize_value_type(types[col])
+        frames[col] = df
+    schema = MapSchema(keys, key_types, values)
+    parts = []
+    for col, df in frames.items():
+        cols = [q(k) for k in keys] + [q(c) if c == col else f"CAST(0 AS {t}) AS {q(c)}"
+                                       for c, t in values.items()]
+        parts.append(df.selectExpr(*cols))
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p)
+    zero = COUNT_COLUMN if COUNT_COLUMN in values else VALUE
+    total = sum_by_keys(union, keys, values)
+    return schema, total.where(f"{q(zero)} <> 0")
+
+
+def _initial_result(ctx, compiled, layout, agg_types, state_frame, maps_json, sql, frames,
+                    location_of) -> DataFrame:
+    if compiled.depth == 0:
+        text, params = bind_tables(sql, frames, location_of)
+        df = ctx.spark.sql(text, **params)
+        return df.toDF(*[c["physical"] for c in layout["columns"]])
+    keys = maps_json[compiled.program.view_map]["keys"]
+    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, keys, COUNT_COLUMN)
+    if layout["global"] and state_frame is not None:
+        state_frame = _global_state(ctx, state_frame, maps_json[compiled.program.view_map])
+    return ctx.spark.sql(rows_sql, s=state_frame)
+
+
+def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
+    """A global aggregate has one result row even over no input: pad a missing state row."""
+    zeros = ", ".join(f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema_json["values"].items())
+    return ctx.spark.sql(f"SELECT * FROM {{s}} UNION ALL SELECT {zeros} WHERE NOT EXISTS "
+                         f"(SELECT 1 FROM {{s}})", s=state)
+
+
+# -- REFRESH -----------------------------------------------------------------------------
+def refresh_view(ctx, name: str) -> Dict:
+    view = ctx.load(name)
+    t0 = time.perf_counter()
+    manifest = view.manifest
+    latest = manifest.latest()
+    recovered = None
+    if latest.phase == "planned":
+        log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
+                    name, latest.batch)
+        stats = apply_batch(view, latest)
+        manifest.commit(latest, stats)
+        recovered = latest.batch
+    last = manifest.last_committed()
+    ranges = {}
+    for rel, table in view.compiled.spec.tables.items():
+        wm = last.watermarks[rel]
+        current = ctx.store.version(table.id)
+        if current < wm:
+            raise ViewletError(f"{table.display} is at version {current}, older than the view's "
+                               f"watermark {wm}: the table was replaced. Rebuild the view "
+                               "(DROP and CREATE it again).")
+        ranges[rel] = (wm, current)
+    if all(a == b for a, b in ranges.values()):
+        return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
+                "seconds": round(time.perf_counter() - t0, 3),
+                "status": f"recovered batch {recovered}" if recovered else "up to date"}
+    map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
+    map_versions["__result"] = ctx.store.version(view.result_path)
+    manifest.plan(last.batch + 1, ranges, map_versions)
+    record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
+    stats = apply_batch(view, record)
+    stats["seconds"]["total"] = time.perf_counter() - t0
+    manifest.commit(record, stats)
+    return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
+            "rows_changed": stats.get("result_rows_changed", 0),
+            "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
+
+
+def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
+    """Run one batch and commit every map, each with the batch's transaction id, so that a
+    re-run commits only what a crash left uncommitted."""
+    stats: Dict = {"seconds": {}}
+    ctx = view.ctx
+    txn = (view.app_id, record.batch)
+    if view.compiled.depth == 0:
+        _recompute(view, record, txn, stats)
+        return stats
+    pending = run_triggers(view, record, stats)
+    t0 = time.perf_counter()
+    state_name = view.spec["view_map"]
+    changed_rows = {}
+    for name, pieces in pending.items():
+        schema = view.map_schema(name)
+        union = pieces[0]
+        for p in pieces[1:]:
+            union = union.unionByName(p)
+        total = frame_arrow(sum_by_keys(union, schema.keys, schema.values))
+        changed_rows[name] = total.num_rows
+        if name == state_name:
+            stats["result_rows_changed"] = _apply_result(view, record, total, txn)
+            zero = COUNT_COLUMN
+        else:
+            zero = VALUE
+        path = view.map_path(name)
+        if total.num_rows and not _committed(ctx, path, txn):
+            ctx.store.merge_add(path, total, schema.keys, list(schema.values), zero, txn=txn,
+                                metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+    stats["map_rows_changed"] = changed_rows
+    stats["seconds"]["merge"] = time.perf_counter() - t0
+    return stats
+
+
+def _committed(ctx, path, txn) -> bool:
+    done = ctx.store.txn_version(path, txn[0])
+    return done is not None and done >= txn[1]
+
+
+def _apply_result(view: LoadedView, record: BatchRecord, delta_state, txn) -> int:
+    """Rewrite the result rows of every group the batch touched (one MERGE)."""
+    ctx, spark = view.ctx, view.ctx.spark
+    if delta_state.num_rows == 0 or _committed(ctx, view.result_path, txn):
+        return 0
+    layout = view.spec["result"]
+    state_name = view.spec["view_map"]
+    schema = view.map_schema(state_name)
+    d = arrow_frame(spark, delta_state, schema.struct())
+    old = read_table(spark, ctx.store, view.map_path(state_name), record.map_versions[state_name])
+    on = " AND ".join(f"d.{q(k)} <=> o.{q(k)}" for k in schema.keys) or "TRUE"
+    new_state = spark.sql(
+        "SELECT " + ", ".join([f"d.{q(k)} AS {q(k)}" for k in schema.keys] +
+                              [f"CAST(COALESCE(o.{q(c)}, 0) + d.{q(c)} AS {t}) AS {q(c)}"
+                               for c, t in schema.values.items()]) +
+        f" FROM {{d}} d LEFT JOIN {{o}} o ON {on}", d=d, o=old)
+    ins = spark.sql(result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
+                                    schema.keys, COUNT_COLUMN), s=new_state)
+    ins = ins.selectExpr("*", f"'ins' AS {q(OP)}")
+    key_of = {name: gi for name, gi in layout["keys"]}
+    types = {c["physical"]: c["type"] for c in layout["columns"]}
+    dels = []
+    for col in ins.columns[:-1]:
+        if col in key_of:
+            dels.append(f"CAST({q(schema.keys[key_of[col]])} AS {types.get(col) or schema.key_types[key_of[col]]}) AS {q(col)}")
+        else:
+            dels.append(f"CAST(NULL AS {types[col]}) AS {q(col)}")
+    dele = d.selectExpr(*dels, f"'del' AS {q(OP)}")
+    source = frame_arrow(ins.unionByName(dele))
+    keys = [name for name, _ in layout["keys"]]
+    ctx.store.merge_replace(view.result_path, source, keys, OP, txn=txn,
+                            metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+    return source.num_rows
+
+
+def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
+    """Depth 0: evaluate the defining query over the batch's end versions, replace the rows."""
+    ctx = view.ctx
+    t0 = time.perf_counter()
+    if _committed(ctx, view.result_path, txn):
+        return
+    frames = {view.table_path(r): read_table(ctx.spark, ctx.store, view.table_path(r), to)
+              for r, (_, to) in record.ranges.items()}
+    refs = view.spec["refs"]
+    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs["\x1f".join(parts)]["id"])
+    df = ctx.spark.sql(text, **params).toDF(*[c["physical"] for c in view.spec["result"]["columns"]])
+    data = frame_arrow(df)
+    ctx.store.overwrite(view.result_path, data, txn=txn,
+                        metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+    stats["result_rows_changed"] = data.num_rows
+    stats["seconds"]["recompute"] = time.perf_counter() - t0
+
+
+# -- DROP --------------------------------------------------------------------------------
+def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
+    entry = ctx.catalog.find(name, "view")
+    if entry is None:
+        if if_exists:
+            return {"view": name, "status": "not found"}
+        raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
+                           "lists the views of this warehouse.")
+    ctx.catalog.remove(entry.id)      # first: a half-dropped view is never visible
+    ctx.forget(entry.id)
+    ctx.store.drop(entry.location)
+    return {"view": name, "status": "dropped"}
+
+
+def load_compiled(ctx, entry: Entry) -> CompiledView:
+    spec = entry.spec
+    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"])

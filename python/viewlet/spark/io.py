@@ -1,0 +1,58 @@
+"""Moving data between Delta (through the TableStore) and Spark DataFrames."""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from ..storage.base import Snapshot, TableStore
+from ..storage.deltars import plain_types
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+    plain = plain_types(pa.table({f.name: pa.array([], f.type) for f in arrow_schema})).schema
+    return from_arrow_schema(plain)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return to_arrow_schema(schema)
+
+
+def snapshot_frame(spark: SparkSession, snap: Snapshot, columns: Optional[Iterable[str]] = None) -> DataFrame:
+    """A Delta snapshot as a DataFrame: Spark reads exactly the snapshot's Parquet files."""
+    schema = spark_schema(snap.schema)
+    if not snap.files:
+        df = spark.createDataFrame([], schema)
+    else:
+        reader = spark.read.schema(schema)
+        if snap.partition_columns:
+            reader = reader.option("basePath", _base_path(snap))
+        df = reader.parquet(*snap.files)
+    if columns is not None:
+        df = df.select(*[f"`{c.replace('`', '``')}`" for c in columns])
+    return df
+
+
+def read_table(spark: SparkSession, store: TableStore, path: str, version: Optional[int] = None,
+               columns: Optional[Iterable[str]] = None) -> DataFrame:
+    return snapshot_frame(spark, store.snapshot(path, version), columns)
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table, schema: Optional[StructType] = None) -> DataFrame:
+    table = plain_types(table)
+    if table.num_rows == 0:
+        return spark.createDataFrame([], schema or spark_schema(table.schema))
+    df = spark.createDataFrame(table)
+    return df
+
+
+def frame_arrow(df: DataFrame) -> pa.Table:
+    return plain_types(df.toArrow())
+
+
+def _base_path(snap: Snapshot) -> str:
+    return snap.path.rstrip("/")

@@ -1,0 +1,136 @@
+"""Lowering calculus queries to Spark SQL.
+
+Each monomial becomes one SELECT: its relation, batch and map atoms are FROM items (Spark
+DataFrames passed as parameters), shared variables become join equalities, conditions go to
+WHERE, and the multiplicity is the product of the atoms' multiplicities, the coefficient and
+the value terms, summed per group. Monomials are combined with UNION ALL and summed again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from pyspark.sql import DataFrame
+
+from ..calculus.ir import Cond, DeltaRel, Lift, MapRef, Monomial, Query, Rel, Value
+from ..errors import ViewletError
+
+MULT = "__m"
+
+
+def q(name: str) -> str:
+    """A Spark SQL identifier, backquoted."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass
+class SqlBuilder:
+    """Collects DataFrame parameters for `spark.sql(text, **params)`."""
+
+    params: Dict[str, DataFrame] = field(default_factory=dict)
+
+    def frame(self, df: DataFrame) -> str:
+        for name, existing in self.params.items():
+            if existing is df:
+                return "{" + name + "}"
+        name = f"f{len(self.params)}"
+        self.params[name] = df
+        return "{" + name + "}"
+
+
+class AtomSource:
+    """Where a trigger statement's atoms read from (depends on the batch position)."""
+
+    def delta(self, relation: str) -> DataFrame: ...        # base columns + __m
+    def relation(self, relation: str) -> DataFrame: ...     # base columns
+    def map(self, name: str) -> DataFrame: ...              # k0..kn + value column(s)
+    def map_value(self, name: str) -> str: ...
+
+
+def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
+                   out_keys: Sequence[str], out_value: str) -> str:
+    froms: List[str] = []
+    where: List[str] = []
+    mults: List[str] = []
+    binding: Dict[str, str] = {}
+
+    def bind(var: str, sql: str):
+        if var in binding:
+            where.append(f"{binding[var]} = {sql}")
+        else:
+            binding[var] = sql
+
+    for i, atom in enumerate(mono.atoms):
+        alias = f"a{i}"
+        if isinstance(atom, DeltaRel):
+            froms.append(f"{sb.frame(source.delta(atom.table))} AS {alias}")
+            for col, var in zip(atom.columns, atom.vars):
+                bind(var, f"{alias}.{q(col)}")
+            mults.append(f"{alias}.{q(MULT)}")
+        elif isinstance(atom, Rel):
+            froms.append(f"{sb.frame(source.relation(atom.table))} AS {alias}")
+            for col, var in zip(atom.columns, atom.vars):
+                bind(var, f"{alias}.{q(col)}")
+        elif isinstance(atom, MapRef):
+            froms.append(f"{sb.frame(source.map(atom.name))} AS {alias}")
+            for j, var in enumerate(atom.vars):
+                bind(var, f"{alias}.{q(f'k{j}')}")
+            mults.append(f"{alias}.{q(source.map_value(atom.name))}")
+
+    # Assignments bind variables from other variables; resolve them in dependency order.
+    lifts = [a for a in mono.atoms if isinstance(a, Lift)]
+    while lifts:
+        ready = [l for l in lifts if all(v in binding for v in l.expr.vars)]
+        if not ready:
+            missing = sorted(set().union(*(l.expr.vars for l in lifts)) - set(binding))
+            raise ViewletError(f"internal: unbound variables {missing} in an assignment")
+        for l in ready:
+            value = l.expr.to_sql(binding.__getitem__)
+            if l.var in binding:
+                where.append(f"({binding[l.var]}) <=> ({value})")
+            else:
+                binding[l.var] = f"({value})"
+            lifts.remove(l)
+
+    def render(scalar):
+        missing = scalar.vars - set(binding)
+        if missing:
+            raise ViewletError(f"internal: unbound variables {sorted(missing)} in {scalar.key}")
+        return scalar.to_sql(binding.__getitem__)
+
+    for atom in mono.atoms:
+        if isinstance(atom, Cond):
+            where.append(f"({render(atom.pred)})")
+        elif isinstance(atom, Value):
+            mults.append(f"({render(atom.expr)})")
+    if mono.coef != 1:
+        mults.insert(0, _number(mono.coef))
+    if not froms:
+        froms.append("(SELECT 1) AS unit")
+    product = " * ".join(mults) if mults else "1"
+    keys = [f"{binding[v]} AS {q(k)}" for v, k in zip(group, out_keys)]
+    sql = f"SELECT {', '.join(keys + [f'SUM({product}) AS {q(out_value)}'])} FROM {', '.join(froms)}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    if keys:
+        sql += " GROUP BY " + ", ".join(binding[v] for v in group)
+    return sql
+
+
+def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
+                out_value: str) -> str:
+    """SQL for the query's rows: out_keys + out_value (NULL-free, zero rows dropped)."""
+    parts = [lower_monomial(m, query.group, source, sb, out_keys, out_value) for m in query.monomials]
+    keys = ", ".join(q(k) for k in out_keys)
+    union = " UNION ALL ".join(f"({p})" for p in parts)
+    select_keys = f"{keys}, " if keys else ""
+    group = f" GROUP BY {keys}" if keys else ""
+    return (f"SELECT {select_keys}COALESCE(SUM({q(out_value)}), 0) AS {q(out_value)} "
+            f"FROM ({union}) AS u{group}")
+
+
+def _number(c) -> str:
+    from fractions import Fraction
+    if isinstance(c, Fraction) and c.denominator != 1:
+        return f"(CAST({c.numerator} AS DOUBLE) / {c.denominator})"
+    return f"CAST({int(c)} AS BIGINT)"
