@@ -45,6 +45,39 @@ def decimal_units(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return raw[0::2].copy()
 
 
+def plain_types(table: pa.Table) -> pa.Table:
+    """Cast ``string_view``/``large_string`` columns to ``string`` (Spark and
+    several pyarrow kernels reject view types)."""
+    fields = []
+    changed = False
+    for f in table.schema:
+        if f.type in (pa.string_view(), pa.large_string()):
+            fields.append(f.with_type(pa.string()))
+            changed = True
+        else:
+            fields.append(f)
+    return table.cast(pa.schema(fields)) if changed else table
+
+
+def scan(table, columns: list[str] | None = None, where: str | None = None) -> pa.Table:
+    """Read a Delta table (``DeltaTable`` or path) into Arrow with delta-rs's
+    own engine.
+
+    ``DeltaTable.to_pyarrow_table`` goes through a pyarrow dataset backed by a
+    Python filesystem handler, which intermittently aborts the interpreter at
+    exit ("terminate called without an active exception", delta-rs #2184);
+    the DataFusion-based ``QueryBuilder`` does not, and is faster.
+    """
+    from deltalake import DeltaTable, QueryBuilder
+
+    if not isinstance(table, DeltaTable):
+        table = DeltaTable(str(table))
+    cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
+    sql = f"SELECT {cols} FROM t" + (f" WHERE {where}" if where else "")
+    reader = QueryBuilder().register("t", table).execute(sql)
+    return plain_types(pa.table(reader.read_all()))
+
+
 def date32(day_numbers: np.ndarray) -> pa.Array:
     d = np.ascontiguousarray(day_numbers, dtype=np.int32)
     return pa.Array.from_buffers(pa.date32(), len(d), [None, pa.py_buffer(d.tobytes())])

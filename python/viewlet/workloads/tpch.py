@@ -54,6 +54,7 @@ from ._util import (
     decimal_from_units,
     int_array,
     pick,
+    scan,
     zero_pad,
 )
 
@@ -508,18 +509,18 @@ class UpdateStream:
         self._dt = {t: DeltaTable(p, storage_options=storage_options) for t, p in self.paths.items()}
 
         def col(table: str, name: str) -> np.ndarray:
-            arr = self._dt[table].to_pyarrow_table(columns=[name]).column(name)
+            arr = scan(self._dt[table], [name]).column(name)
             return arr.to_numpy().astype(np.int64, copy=False)
 
         cust = np.sort(col("customer", "c_custkey"))
         supp = np.sort(col("supplier", "s_suppkey"))
-        part_max = int(pc.max(self._dt["part"].to_pyarrow_table(columns=["p_partkey"]).column(0)).as_py() or 0)
-        ps = self._dt["partsupp"].to_pyarrow_table(columns=["ps_partkey", "ps_suppkey"])
+        part_max = int(pc.max(scan(self._dt["part"], ["p_partkey"]).column(0)).as_py() or 0)
+        ps = scan(self._dt["partsupp"], ["ps_partkey", "ps_suppkey"])
         ps_part = ps.column(0).to_numpy().astype(np.int64)
         ps_supp = ps.column(1).to_numpy().astype(np.int64)
         order = np.lexsort((ps_supp, ps_part))
         okeys = np.sort(col("orders", "o_orderkey"))
-        lkeys = self._dt["lineitem"].to_pyarrow_table(columns=["l_orderkey"]).column(0)
+        lkeys = scan(self._dt["lineitem"], ["l_orderkey"]).column(0)
         vc = pc.value_counts(lkeys.combine_chunks() if lkeys.num_chunks != 1 else lkeys.chunk(0))
         lk = vc.field("values").to_numpy().astype(np.int64)
         ln = vc.field("counts").to_numpy()
@@ -530,7 +531,7 @@ class UpdateStream:
             lines[pos[hit]] = ln[hit]
         if "nation" in tables:
             nat = DeltaTable(str(tables["nation"]), storage_options=storage_options)
-            self._nations = np.sort(nat.to_pyarrow_table(columns=["n_nationkey"]).column(0).to_numpy()).astype(np.int64)
+            self._nations = np.sort(scan(nat, ["n_nationkey"]).column(0).to_numpy()).astype(np.int64)
         else:
             self._nations = np.arange(25, dtype=np.int64)
         if len(self._nations) == 0:
