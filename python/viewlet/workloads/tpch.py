@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ._batch import Batch
 from ._util import (
     TextPool,
     concat_str,
@@ -356,75 +357,6 @@ def retail_price_cents(partkey: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------
 # Update stream
 # --------------------------------------------------------------------------
-
-
-@dataclass
-class Batch:
-    """One batch of changes produced by :meth:`UpdateStream.next_batch`.
-
-    ``inserts[table]`` holds the new rows (full TPC-H schema);
-    ``updates["lineitem"]`` holds ``(l_orderkey, l_linenumber, l_quantity,
-    l_discount)`` (``l_extendedprice`` is rescaled to the new quantity when
-    applied) and ``updates["orders"]`` holds ``(o_orderkey,
-    o_orderpriority)``; ``deletes[table]`` is the inclusive order-key range
-    ``(lo, hi)`` whose orders (and their lineitems) are deleted.
-
-    ``counts[table]`` is ``{"inserted": n, "deleted": n, "updated": n}`` for
-    every dynamic table, and ``size == rows_changed`` is the sum over all of
-    them (an updated row counts once).  ``versions[table]`` is filled by
-    :meth:`apply` with ``(version before, version after)`` for every table the
-    batch committed to, so ``load_cdf(before + 1, after)`` is exactly this
-    batch's change feed.
-    """
-
-    seq: int
-    size: int
-    inserts: dict[str, pa.Table]
-    updates: dict[str, pa.Table]
-    deletes: dict[str, tuple[int, int]]
-    counts: dict[str, dict[str, int]]
-    versions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: seconds per commit, e.g. ``{"append lineitem": 0.04, ...}`` (set by apply)
-    timings: dict[str, float] = field(default_factory=dict)
-    applied: bool = False
-    _stream: "UpdateStream | None" = field(default=None, repr=False, compare=False)
-
-    @property
-    def rows_changed(self) -> int:
-        return sum(sum(c.values()) for c in self.counts.values())
-
-    @property
-    def inserted(self) -> int:
-        return sum(c["inserted"] for c in self.counts.values())
-
-    @property
-    def deleted(self) -> int:
-        return sum(c["deleted"] for c in self.counts.values())
-
-    @property
-    def updated(self) -> int:
-        return sum(c["updated"] for c in self.counts.values())
-
-    def apply(self) -> "Batch":
-        """Apply this batch to the Delta tables (see :meth:`UpdateStream.apply`)."""
-        if self._stream is None:
-            raise RuntimeError("batch is not attached to a stream")
-        self._stream.apply(self)
-        return self
-
-    def summary(self) -> str:
-        parts = []
-        for t, c in self.counts.items():
-            bits = [f"{k[0]}{v}" for k, v in (("+", c["inserted"]), ("-", c["deleted"]), ("~", c["updated"])) if v]
-            if bits:
-                parts.append(f"{t} {'/'.join(bits)}")
-        return (
-            f"batch {self.seq}: {self.rows_changed} rows changed "
-            f"(+{self.inserted} -{self.deleted} ~{self.updated}): " + ", ".join(parts)
-        )
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 @dataclass
