@@ -266,3 +266,23 @@ def test_insert_only_and_small_batches(tpch_copy):
     tables = read_all(tpch_copy)
     check_integrity(tables)
     assert tables["orders"].num_rows >= SF001_ROWS["orders"]
+
+
+def test_parallel_and_sequential_apply_agree(tpch_tiny, tpch_copy, tmp_path):
+    import shutil
+
+    other = {}
+    for t, p in tpch_tiny.items():
+        shutil.copytree(p, tmp_path / "seq" / t)
+        other[t] = str(tmp_path / "seq" / t)
+    a = tpch.UpdateStream(tpch_copy, seed=8)
+    b = tpch.UpdateStream(other, seed=8)
+    for _ in range(2):
+        ba = a.apply(a.next_batch(800), parallel=True)
+        bb = b.apply(b.next_batch(800), parallel=False)
+        assert ba.versions == bb.versions
+    for t in tpch.DYNAMIC:
+        key = [c for c in tpch.SCHEMAS[t].names if c.endswith("key") or c.endswith("linenumber")]
+        ta = scan(tpch_copy[t]).sort_by([(k, "ascending") for k in key])
+        tb = scan(other[t]).sort_by([(k, "ascending") for k in key])
+        assert ta.equals(tb), t
