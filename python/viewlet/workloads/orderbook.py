@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._batch import Batch
-from ._util import decimal_from_units, decimal_units, int_array, scan
+from ._util import decimal_from_units, decimal_units, int_array, run_chains, scan
 
 __all__ = ["SIDES", "SCHEMA", "CDF_CONFIGURATION", "create", "OrderBookStream", "Batch"]
 
@@ -312,9 +312,10 @@ class OrderBookStream:
 
     # -- application ---------------------------------------------------------
 
-    def apply(self, batch: Batch, *, check: bool = True) -> Batch:
+    def apply(self, batch: Batch, *, check: bool = True, parallel: bool = True) -> Batch:
         """Write ``batch``: per side an append, a MERGE update of ``volume``
-        and a delete by id -- at most three commits per table."""
+        and a delete by id -- at most three commits per table.  With
+        ``parallel`` the two sides are written from two threads."""
         from deltalake import CommitProperties, write_deltalake
 
         if batch._stream is not self:
@@ -328,11 +329,11 @@ class OrderBookStream:
         props = CommitProperties(
             custom_metadata={"viewlet.workload": "orderbook", "viewlet.batch": str(batch.seq)}
         )
-        problems = []
-        versions = {}
-        for s in SIDES:
+        problems: list[str] = []
+        before = {s: self._dt[s].version() for s in SIDES}
+
+        def side_ops(s: str) -> None:
             dt = self._dt[s]
-            before = dt.version()
             rows = batch.inserts.get(s)
             if rows is not None and rows.num_rows:
                 t0 = time.perf_counter()
@@ -365,10 +366,9 @@ class OrderBookStream:
                 batch.timings[f"delete {s}"] = time.perf_counter() - t0
                 if res.get("num_deleted_rows") != gone.num_rows:
                     problems.append(f"{s}: deleted {res.get('num_deleted_rows')} != {gone.num_rows}")
-            after = dt.version()
-            if after != before:
-                versions[s] = (before, after)
-        batch.versions = versions
+
+        run_chains({s: [(s, (lambda s=s: side_ops(s)), ())] for s in SIDES}, parallel)
+        batch.versions = {s: (before[s], v) for s in SIDES if (v := self._dt[s].version()) != before[s]}
         batch.applied = True
         self._applied = batch.seq
         if check and problems:

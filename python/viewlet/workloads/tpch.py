@@ -37,7 +37,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -56,6 +55,7 @@ from ._util import (
     decimal_from_units,
     int_array,
     pick,
+    run_chains as _run_chains,
     scan,
     zero_pad,
 )
@@ -957,62 +957,6 @@ class UpdateStream:
     def run(self, batches: int, size: int) -> list[Batch]:
         """Generate and apply ``batches`` batches of ``size``; returns them."""
         return [self.apply(self.next_batch(size)) for _ in range(batches)]
-
-
-def _run_chains(chains, parallel: bool) -> None:
-    """Run per-table step chains; a step waits for the steps it names.
-
-    Sequentially the steps run in a topological order (chains in the given
-    order, a step postponed until its prerequisites ran); in parallel each
-    chain gets a thread and waits on events.  If any step fails the others
-    stop at their next step and the first error is raised.
-    """
-    steps = [step for chain in chains.values() for step in chain]
-    if not parallel:
-        done: set[str] = set()
-        pending = {name: list(chain) for name, chain in chains.items()}
-        while any(pending.values()):
-            progressed = False
-            for chain in pending.values():
-                while chain and all(d in done for d in chain[0][2]):
-                    label, fn, _ = chain.pop(0)
-                    fn()
-                    done.add(label)
-                    progressed = True
-            if not progressed:
-                raise RuntimeError("cyclic step dependencies")
-        return
-
-    events = {label: threading.Event() for label, _, _ in steps}
-    failed = threading.Event()
-    errors: list[BaseException] = []
-
-    def worker(chain) -> None:
-        try:
-            for label, fn, deps in chain:
-                for d in deps:
-                    events[d].wait()
-                if failed.is_set():
-                    return
-                fn()
-                events[label].set()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-            errors.append(e)
-            failed.set()
-        finally:
-            for label, _, _ in chain:  # never leave a waiter hanging
-                events[label].set()
-
-    threads = [
-        threading.Thread(target=worker, args=(chain,), name=f"viewlet-apply-{name}")
-        for name, chain in chains.items()
-    ]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    if errors:
-        raise errors[0]
 
 
 def _key_range(table: pa.Table, column: str) -> tuple[int, int]:
