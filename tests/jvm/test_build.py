@@ -58,7 +58,7 @@ def test_stale_jar_is_not_up_to_date(tmp_path, viewlet_jar):
 def test_concurrent_builds_share_one_jar(tmp_path):
     env = dict(os.environ, VIEWLET_CACHE_DIR=str(tmp_path / "cache"))
     env["PYTHONPATH"] = os.pathsep.join([str(Path(vj.__file__).parents[2])] + sys.path)
-    code = "import viewlet.jvm as j; print(j.jar_path())"
+    code = "import viewlet.jvm as j; print(j.cached_jar())"
     procs = [
         subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(2)

@@ -178,6 +178,23 @@ def test_same_name_resolved_once_per_query(jvm_spark, handler):
     assert handler.of("resolve") == [("v",)]
 
 
+def test_resolves_in_subqueries_and_ctes(jvm_spark, handler):
+    handler.relations[("v",)] = lambda: jvm_spark.range(3)
+    q = "SELECT id FROM range(5) WHERE id IN (SELECT id FROM v WHERE id > 0)"
+    assert sorted(r.id for r in jvm_spark.sql(q).collect()) == [1, 2]
+    assert jvm_spark.sql("WITH c AS (SELECT id FROM v) SELECT count(*) AS n FROM c").first().n == 3
+
+
+def test_python_exception_in_resolve_becomes_analysis_exception(jvm_spark, handler):
+    def broken():
+        raise KeyError("catalog down")
+
+    handler.relations[("v",)] = broken
+    with pytest.raises(AnalysisException) as err:
+        jvm_spark.sql("SELECT * FROM v")
+    assert str(err.value).split("\n\nJVM stacktrace:")[0] == "KeyError: 'catalog down'"
+
+
 def test_unknown_name_still_not_found(jvm_spark, handler):
     with pytest.raises(AnalysisException) as err:
         jvm_spark.sql("SELECT * FROM nosuch_table")

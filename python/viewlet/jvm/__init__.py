@@ -17,7 +17,7 @@ HANDLER_INTERFACE = "io.viewlet.spark.ViewletHandler"
 
 __all__ = [
     "JAR_NAME", "EXTENSIONS_CLASS", "BRIDGE_CLASS", "HANDLER_INTERFACE",
-    "jar_path", "build_jar", "cache_dir",
+    "jar_path", "cached_jar", "build_jar", "cache_dir",
 ]
 
 
@@ -39,13 +39,26 @@ def jar_path() -> str:
         raise build.ViewletBuildError(
             f"no {JAR_NAME} next to {__file__} and no Scala sources to build it from"
         )
-    digest = build.source_hash(sources)
+    return cached_jar(sources)
+
+
+def cached_jar(sources: str | os.PathLike | None = None) -> str:
+    """The jar built from `sources` (default: found ones) in the cache, built once if missing.
+
+    Safe across processes: one builds under a file lock, the others wait and reuse it.
+    """
+    from . import build
+
+    root = Path(sources) if sources is not None else build.find_sources()
+    if root is None:
+        raise build.ViewletBuildError("Viewlet's Scala sources were not found")
+    digest = build.source_hash(root)
     target = cache_dir() / f"{build.pyspark_version()}-{digest[:16]}" / JAR_NAME
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         with _locked(target.parent / ".lock"):
             if not target.is_file():  # another process may have built it meanwhile
-                build.build_jar(target, sources)
+                build.build_jar(target, root)
     return str(target)
 
 
