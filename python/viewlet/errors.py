@@ -28,7 +28,7 @@ class UnsupportedSQL(ViewletError):
         if position is not None and sql is not None:
             line = sql.count("\n", 0, position) + 1
             col = position - (sql.rfind("\n", 0, position) + 1) + 1
-            where = f" at line {line}, column {col}"
+            where = f" at line {line}, column {col} of the query"
         msg = f"Unsupported in an incremental view: {construct}{where}."
         if detail:
             msg += f" {detail}"

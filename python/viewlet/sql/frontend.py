@@ -163,8 +163,10 @@ class _Translator:
             tree = sqlglot.parse_one(self.sql, read="spark")
         except ParseError as e:
             err = e.errors[0] if e.errors else {}
-            raise ViewletParseError(f"Syntax error in the view's query: {err.get('description', e)}",
-                                    err.get("start")) from None
+            where = f" near '{err.get('highlight')}' at line {err.get('line')}, column {err.get('col')}" \
+                if err.get("highlight") else ""
+            raise ViewletParseError(f"Syntax error in the view's query{where}: "
+                                    f"{err.get('description', e)}", err.get("start")) from None
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
         reject_unsupported(tree, self.sql)

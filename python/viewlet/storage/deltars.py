@@ -86,7 +86,11 @@ class DeltaRsStore(TableStore):
                         tuple(dt.metadata().partition_columns))
 
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
-        return plain_types(pa.table(self._table(path, version).to_pyarrow_table()))
+        # DataFusion's QueryBuilder, not to_pyarrow_table: the latter can abort the
+        # interpreter at exit (delta-rs #2184).
+        from deltalake import QueryBuilder
+        reader = QueryBuilder().register("t", self._table(path, version)).execute("SELECT * FROM t")
+        return plain_types(pa.table(reader.read_all()))
 
     def change_feed_enabled(self, path: str) -> bool:
         conf = self._table(path).metadata().configuration

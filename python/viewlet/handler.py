@@ -1,0 +1,73 @@
+"""The Python side of the parser hook: the JVM calls these methods through Py4J.
+
+Nothing may escape as a Python exception (Py4J would bury it in a stack trace): every error
+becomes a JSON reply the JVM turns into a Spark exception with the same message.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+import traceback
+
+from . import commands, ddl
+from .errors import ViewletError
+
+log = logging.getLogger("viewlet")
+
+
+def _error(e: BaseException, statement: str = "") -> str:
+    if isinstance(e, ViewletError):
+        return json.dumps({"error": {"kind": e.kind, "message": e.message, "position": e.position}})
+    log.debug("internal error", exc_info=True)
+    msg = f"Viewlet internal error: {type(e).__name__}: {e}"
+    try:  # Spark errors raised by our own jobs: keep their message, drop the Java stack
+        from pyspark.errors import PySparkException
+        if isinstance(e, PySparkException):
+            msg = f"Viewlet: Spark failed: {str(e).splitlines()[0]}"
+    except ImportError:
+        pass
+    return json.dumps({"error": {"kind": "internal", "message": msg, "position": None,
+                                 "trace": traceback.format_exc(limit=5)}})
+
+
+def _json_value(v):
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()
+    return v
+
+
+class ViewletHandler:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def describe(self, text):
+        try:
+            st = ddl.parse(text)
+            return json.dumps({"columns": [{"name": n, "type": t} for n, t in ddl.OUTPUTS[st.kind]]})
+        except BaseException as e:  # noqa: BLE001 - reported to the JVM
+            return _error(e, text)
+
+    def execute(self, text):
+        try:
+            rows = commands.run(self.ctx, ddl.parse(text))
+            return json.dumps({"rows": [[_json_value(v) for v in r] for r in rows]})
+        except BaseException as e:  # noqa: BLE001
+            return _error(e, text)
+
+    def resolveRelation(self, parts_json):  # noqa: N802 - Java interface name
+        try:
+            df = self.ctx.resolve_relation(json.loads(parts_json))
+            return None if df is None else df._jdf.queryExecution().analyzed()
+        except ViewletError as e:
+            log.warning("Viewlet could not resolve %s: %s", parts_json, e.message)
+            return None
+        except BaseException:  # noqa: BLE001
+            log.warning("Viewlet could not resolve %s", parts_json, exc_info=True)
+            return None
+
+    class Java:
+        implements = ["io.viewlet.spark.ViewletHandler"]

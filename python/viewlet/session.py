@@ -1,0 +1,75 @@
+"""Turning Viewlet on in a Spark session."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Optional
+
+from pyspark.sql import SparkSession
+
+from .errors import NotEnabledError, ViewletError
+from .runtime.context import Viewlet
+from .runtime.layout import normalize_location
+
+EXTENSION = "io.viewlet.spark.ViewletExtensions"
+WAREHOUSE_CONF = "spark.viewlet.warehouse"
+DEFAULT_WAREHOUSE = "viewlet-warehouse"
+log = logging.getLogger("viewlet")
+_current: Optional[Viewlet] = None
+
+
+def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = None) -> SparkSession.Builder:
+    """Add Viewlet's extension jar and parser hook to a session builder (like delta's
+    configure_spark_with_delta_pip). Call viewlet.enable(spark) once the session exists."""
+    from .jvm import jar_path
+    jar = jar_path()
+    options = getattr(builder, "_options", {})
+    jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
+    extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
+    if jar not in jars:
+        jars.append(jar)
+    if EXTENSION not in extensions:
+        extensions.append(EXTENSION)
+    builder = builder.config("spark.jars", ",".join(jars)) \
+        .config("spark.sql.extensions", ",".join(extensions))
+    if warehouse is not None:
+        builder = builder.config(WAREHOUSE_CONF, normalize_location(warehouse))
+    return builder
+
+
+def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
+    """Connect this session's Viewlet DDL to Python; returns the Viewlet context."""
+    global _current
+    jvm = spark.sparkContext._jvm
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if EXTENSION not in extensions:
+        raise ViewletError(
+            "Viewlet's extension is not loaded in this Spark session. Build the session with "
+            "viewlet.configure_spark(SparkSession.builder, warehouse=...).getOrCreate(), or start "
+            f"it with --jars <viewlet jar> --conf spark.sql.extensions={EXTENSION}.")
+    location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
+        os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
+    ctx = Viewlet(spark, location)
+    from pyspark.java_gateway import ensure_callback_server_started
+    from .handler import ViewletHandler
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
+    _current = ctx
+    log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
+    return ctx
+
+
+def context(spark: Optional[SparkSession] = None) -> Viewlet:
+    if _current is None or (spark is not None and _current.spark is not spark
+                            and _current.spark._jsparkSession != spark._jsparkSession):
+        if _current is not None and spark is not None and \
+                _current.spark.sparkContext is spark.sparkContext:
+            return _current
+        raise NotEnabledError("Viewlet is not enabled for this Spark session: call "
+                              "viewlet.enable(spark) first.")
+    return _current
+
+
+def register_table(spark: SparkSession, name: str, path: str, replace: bool = False):
+    """Give the Delta table at `path` a name usable in view definitions and queries."""
+    return context(spark).register_table(name, path, replace)
