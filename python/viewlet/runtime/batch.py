@@ -130,15 +130,14 @@ def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]
 
 
 def _fused_delta(view, target: str, stmts, sources: BatchSources) -> DataFrame:
-    """All statements of one trigger that write the same map, as one Spark job whose result
-    is collected (small: the size of the change) and reused by later triggers and the MERGE."""
+    """All statements of one trigger that write the same map, fused into one delta."""
     spark = view.ctx.spark
     mschema = view.map_schema(target)
     keys = mschema.keys
     parts = []
     for s in stmts:
         sb = SqlBuilder()
-        sql = lower_query(s.rhs, sources, sb, keys, s.column)
+        sql = lower_query(s.rhs, sources, sb, keys, s.column, aggregate=False)
         df = spark.sql(sql, **sb.params)
         cols = [f"{q(k)}" for k in keys] + [
             (q(c) if c == s.column else f"CAST(0 AS {t}) AS {q(c)}") for c, t in mschema.values.items()]
@@ -146,8 +145,9 @@ def _fused_delta(view, target: str, stmts, sources: BatchSources) -> DataFrame:
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p)
-    fused = sum_by_keys(union, keys, mschema.values)
-    return arrow_frame(spark, frame_arrow(fused), mschema.struct())
+    # Left lazy and unaggregated: Spark plans it into the batch's single job (and into later
+    # triggers' reads, which are linear in the map, so duplicate keys are harmless).
+    return union
 
 
 def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:

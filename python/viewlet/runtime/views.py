@@ -16,6 +16,7 @@ from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
 from ..spark.io import arrow_frame, frame_arrow, read_table
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
+from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .catalog import Entry
@@ -27,6 +28,7 @@ from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
 OP = "__viewlet_op"
+RESULT_PART = "__result"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -312,23 +314,36 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     pending = run_triggers(view, record, stats)
     t0 = time.perf_counter()
     state_name = view.spec["view_map"]
-    changed_rows = {}
+    totals: Dict[str, DataFrame] = {}
     for name, pieces in pending.items():
         schema = view.map_schema(name)
         union = pieces[0]
         for p in pieces[1:]:
             union = union.unionByName(p)
-        total = frame_arrow(sum_by_keys(union, schema.keys, schema.values))
+        totals[name] = sum_by_keys(union, schema.keys, schema.values)
+    parts = dict(totals)
+    if state_name in totals:
+        parts[RESULT_PART] = _result_source(view, record, totals[state_name])
+    collected = collect_parts(parts)          # the batch's one Spark job
+    stats["seconds"]["compute"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
+    changed_rows = {}
+    for name, total in collected.items():
+        if name == RESULT_PART:
+            continue
+        schema = view.map_schema(name)
         changed_rows[name] = total.num_rows
-        if name == state_name:
-            stats["result_rows_changed"] = _apply_result(view, record, total, txn)
-            zero = COUNT_COLUMN
-        else:
-            zero = VALUE
         path = view.map_path(name)
+        zero = COUNT_COLUMN if name == state_name else VALUE
         if total.num_rows and not _committed(ctx, path, txn):
             ctx.store.merge_add(path, total, schema.keys, list(schema.values), zero, txn=txn,
-                                metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+                                metadata=meta)
+    result = collected.get(RESULT_PART)
+    if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
+        keys = [name for name, _ in view.spec["result"]["keys"]]
+        ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
+    stats["result_rows_changed"] = 0 if result is None else result.num_rows
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge"] = time.perf_counter() - t0
     return stats
@@ -339,22 +354,20 @@ def _committed(ctx, path, txn) -> bool:
     return done is not None and done >= txn[1]
 
 
-def _apply_result(view: LoadedView, record: BatchRecord, delta_state, txn) -> int:
-    """Rewrite the result rows of every group the batch touched (one MERGE)."""
+def _result_source(view: LoadedView, record: BatchRecord, delta_state: DataFrame) -> DataFrame:
+    """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
+    per touched group and the group's new rows as 'ins' rows."""
     ctx, spark = view.ctx, view.ctx.spark
-    if delta_state.num_rows == 0 or _committed(ctx, view.result_path, txn):
-        return 0
     layout = view.spec["result"]
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
-    d = arrow_frame(spark, delta_state, schema.struct())
     old = read_table(spark, ctx.store, view.map_path(state_name), record.map_versions[state_name])
     on = " AND ".join(f"d.{q(k)} <=> o.{q(k)}" for k in schema.keys) or "TRUE"
     new_state = spark.sql(
         "SELECT " + ", ".join([f"d.{q(k)} AS {q(k)}" for k in schema.keys] +
                               [f"CAST(COALESCE(o.{q(c)}, 0) + d.{q(c)} AS {t}) AS {q(c)}"
                                for c, t in schema.values.items()]) +
-        f" FROM {{d}} d LEFT JOIN {{o}} o ON {on}", d=d, o=old)
+        f" FROM {{d}} d LEFT JOIN {{o}} o ON {on}", d=delta_state, o=old)
     ins = spark.sql(result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
                                     schema.keys, COUNT_COLUMN), s=new_state)
     ins = ins.selectExpr("*", f"'ins' AS {q(OP)}")
@@ -363,15 +376,11 @@ def _apply_result(view: LoadedView, record: BatchRecord, delta_state, txn) -> in
     dels = []
     for col in ins.columns[:-1]:
         if col in key_of:
-            dels.append(f"CAST({q(schema.keys[key_of[col]])} AS {types.get(col) or schema.key_types[key_of[col]]}) AS {q(col)}")
+            typ = types.get(col) or schema.key_types[key_of[col]]
+            dels.append(f"CAST({q(schema.keys[key_of[col]])} AS {typ}) AS {q(col)}")
         else:
             dels.append(f"CAST(NULL AS {types[col]}) AS {q(col)}")
-    dele = d.selectExpr(*dels, f"'del' AS {q(OP)}")
-    source = frame_arrow(ins.unionByName(dele))
-    keys = [name for name, _ in layout["keys"]]
-    ctx.store.merge_replace(view.result_path, source, keys, OP, txn=txn,
-                            metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
-    return source.num_rows
+    return ins.unionByName(delta_state.selectExpr(*dels, f"'del' AS {q(OP)}"))
 
 
 def _recompute(view: LoadedView, record: BatchRecord, txn, stats):

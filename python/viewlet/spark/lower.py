@@ -109,20 +109,22 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
         froms.append("(SELECT 1) AS unit")
     product = " * ".join(mults) if mults else "1"
     keys = [f"{binding[v]} AS {q(k)}" for v, k in zip(group, out_keys)]
-    sql = f"SELECT {', '.join(keys + [f'SUM({product}) AS {q(out_value)}'])} FROM {', '.join(froms)}"
+    sql = f"SELECT {', '.join(keys + [f'{product} AS {q(out_value)}'])} FROM {', '.join(froms)}"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    if keys:
-        sql += " GROUP BY " + ", ".join(binding[v] for v in group)
     return sql
 
 
 def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
-                out_value: str) -> str:
-    """SQL for the query's rows: out_keys + out_value (NULL-free, zero rows dropped)."""
+                out_value: str, aggregate: bool = True) -> str:
+    """SQL for the query's rows: out_keys + out_value. Aggregated, one row per key; or not:
+    rows whose values add up per key (NULL values count as 0), left for a later, single
+    aggregation (every extra GROUP BY is a shuffle)."""
     parts = [lower_monomial(m, query.group, source, sb, out_keys, out_value) for m in query.monomials]
-    keys = ", ".join(q(k) for k in out_keys)
     union = " UNION ALL ".join(f"({p})" for p in parts)
+    if not aggregate:
+        return union if len(parts) == 1 else f"SELECT * FROM ({union}) AS u"
+    keys = ", ".join(q(k) for k in out_keys)
     select_keys = f"{keys}, " if keys else ""
     group = f" GROUP BY {keys}" if keys else ""
     return (f"SELECT {select_keys}COALESCE(SUM({q(out_value)}), 0) AS {q(out_value)} "
