@@ -1,0 +1,578 @@
+"""A small pure-Python reference evaluator of the calculus, and a simulator of trigger programs.
+
+Test oracle only (no Spark, no performance goals). `evaluate(query, env)` computes a query in
+normal form as a dict from group-variable tuples to multiplicities (zeros left out), where the
+environment supplies:
+
+  relations  {table: [(row, multiplicity), ...]}   base relations; a row maps column -> value
+  deltas     {table: [(row, signed multiplicity), ...]}   the batch, for DeltaRel atoms
+  maps       {map name: {key tuple: value}}        materialized maps, for MapRef atoms
+
+Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
+  * relation, batch and map atoms bind their variables from columns / keys. A variable that
+    is already bound must be equal with SQL `=`: NULL (None) never matches. Duplicate rows
+    and multiplicities add up; a relation atom naming a subset of the columns is the
+    projection (multiplicities summed).
+  * Lift(x, e) binds x := e, or, when x is bound, tests x <=> e (NULL-safe). As in the
+    lowering, an assignment to a variable that some relation/batch/map atom binds is applied
+    after that atom, as a NULL-safe test.
+  * Cond(p) keeps a binding when p is true (NULL is not true).
+  * Value(e) multiplies by e; a NULL value contributes 0 (SUM ignores NULLs).
+Scalars are interpreted from their sqlglot AST with SQL three-valued logic; decimals are
+computed exactly (as fractions); division by zero is NULL.
+
+`run_program(program, relations, batches)` simulates Viewlet's batch semantics (see
+`ProgramSimulator`) and returns the final maps as {map name: {column: {key tuple: value}}}.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from sqlglot import exp
+
+from .ir import Const, Cond, DeltaRel, Lift, MapRef, Monomial, Query, Rel, Value
+from .scalar import Scalar
+
+Row = Mapping[str, Any]
+Table = Sequence[Tuple[Row, Any]]
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers
+# ---------------------------------------------------------------------------------------------
+
+def _exact(x):
+    """Numbers as int or Fraction (Decimal and float converted exactly); others unchanged."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, Decimal):
+        f = Fraction(x)
+        return f.numerator if f.denominator == 1 else f
+    if isinstance(x, float):
+        f = Fraction(x)
+        return f.numerator if f.denominator == 1 else f
+    if isinstance(x, Fraction) and x.denominator == 1:
+        return x.numerator
+    return x
+
+
+def _tidy(x):
+    return x.numerator if isinstance(x, Fraction) and x.denominator == 1 else x
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, Fraction, Decimal, float)) and not isinstance(x, bool)
+
+
+def _num(x, what: str):
+    if not _is_number(x):
+        raise TypeError(f"reference evaluator: {what} needs numbers, got {x!r}")
+    return _exact(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# scalars
+# ---------------------------------------------------------------------------------------------
+
+Fn = Callable[[Mapping[str, Any]], Any]
+_compiled: Dict[str, Fn] = {}
+
+
+def scalar_fn(scalar: Scalar) -> Fn:
+    """A Python function of a variable binding computing the scalar (cached by SQL text)."""
+    fn = _compiled.get(scalar.key)
+    if fn is None:
+        fn = _compile(scalar.ast)
+        _compiled[scalar.key] = fn
+    return fn
+
+
+def eval_scalar(scalar: Scalar, binding: Mapping[str, Any]):
+    return scalar_fn(scalar)(binding)
+
+
+def _arith(op: str) -> Callable[[Any, Any], Any]:
+    def add(a, b):
+        return a + b
+
+    def sub(a, b):
+        return a - b
+
+    def mul(a, b):
+        return a * b
+
+    def div(a, b):
+        return None if b == 0 else Fraction(a) / Fraction(b)
+
+    def mod(a, b):
+        if b == 0:
+            return None
+        r = abs(a) % abs(b)          # Spark/Java: the result takes the dividend's sign
+        return -r if a < 0 else r
+
+    f = {"+": add, "-": sub, "*": mul, "/": div, "%": mod}[op]
+
+    def apply(a, b):
+        if a is None or b is None:
+            return None
+        return _tidy(f(_num(a, op), _num(b, op)))
+
+    return apply
+
+
+_CMP = {
+    exp.EQ: lambda a, b: a == b,
+    exp.NEQ: lambda a, b: a != b,
+    exp.GT: lambda a, b: a > b,
+    exp.GTE: lambda a, b: a >= b,
+    exp.LT: lambda a, b: a < b,
+    exp.LTE: lambda a, b: a <= b,
+}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+
+
+def _cmp_values(a, b, op):
+    if a is None or b is None:
+        return None
+    if _is_number(a) and _is_number(b):
+        return op(_exact(a), _exact(b))
+    if type(a) is not type(b):
+        raise TypeError(f"reference evaluator: cannot compare {a!r} with {b!r}")
+    return op(a, b)
+
+
+def _and(vals):
+    if any(v is False for v in vals):
+        return False
+    if any(v is None for v in vals):
+        return None
+    return True
+
+
+def _or(vals):
+    if any(v is True for v in vals):
+        return True
+    if any(v is None for v in vals):
+        return None
+    return False
+
+
+def _truth(v, what):
+    if v is None or isinstance(v, bool):
+        return v
+    raise TypeError(f"reference evaluator: {what} needs a boolean, got {v!r}")
+
+
+def _literal(node: exp.Literal):
+    if node.is_string:
+        return node.this
+    return _exact(Decimal(node.this))
+
+
+def _compile(node: exp.Expression) -> Fn:
+    if isinstance(node, exp.Paren):
+        return _compile(node.this)
+    if isinstance(node, exp.Column):
+        name = node.name
+
+        def column(b):
+            try:
+                return b[name]
+            except KeyError:
+                raise KeyError(f"reference evaluator: unbound variable {name!r}") from None
+        return column
+    if isinstance(node, exp.Literal):
+        value = _literal(node)
+        return lambda b: value
+    if isinstance(node, exp.Null):
+        return lambda b: None
+    if isinstance(node, exp.Boolean):
+        value = bool(node.this)
+        return lambda b: value
+    if isinstance(node, exp.Neg):
+        inner = _compile(node.this)
+
+        def neg(b):
+            v = inner(b)
+            return None if v is None else -_num(v, "-")
+        return neg
+    if type(node) in _ARITH:
+        op = _arith(_ARITH[type(node)])
+        left, right = _compile(node.this), _compile(node.expression)
+        return lambda b: op(left(b), right(b))
+    if type(node) in _CMP:
+        op = _CMP[type(node)]
+        left, right = _compile(node.this), _compile(node.expression)
+        return lambda b: _cmp_values(left(b), right(b), op)
+    if isinstance(node, exp.NullSafeEQ):
+        left, right = _compile(node.this), _compile(node.expression)
+
+        def nseq(b):
+            x, y = left(b), right(b)
+            if x is None or y is None:
+                return x is None and y is None
+            return _cmp_values(x, y, lambda p, q: p == q)
+        return nseq
+    if isinstance(node, exp.And):
+        left, right = _compile(node.this), _compile(node.expression)
+        return lambda b: _and([_truth(left(b), "AND"), _truth(right(b), "AND")])
+    if isinstance(node, exp.Or):
+        left, right = _compile(node.this), _compile(node.expression)
+        return lambda b: _or([_truth(left(b), "OR"), _truth(right(b), "OR")])
+    if isinstance(node, exp.Not):
+        inner = _compile(node.this)
+
+        def not_(b):
+            v = _truth(inner(b), "NOT")
+            return None if v is None else not v
+        return not_
+    if isinstance(node, exp.Is):
+        if not isinstance(node.expression, exp.Null):
+            raise NotImplementedError(f"reference evaluator: IS {node.expression.sql()}")
+        inner = _compile(node.this)
+        return lambda b: inner(b) is None
+    if isinstance(node, exp.In):
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise NotImplementedError("reference evaluator: IN (subquery)")
+        inner = _compile(node.this)
+        options = [_compile(e) for e in node.expressions]
+
+        def in_(b):
+            v = inner(b)
+            if v is None:
+                return None
+            return _or([_cmp_values(v, o(b), lambda p, q: p == q) for o in options])
+        return in_
+    if isinstance(node, exp.Between):
+        inner, low, high = _compile(node.this), _compile(node.args["low"]), _compile(node.args["high"])
+
+        def between(b):
+            v = inner(b)
+            return _and([_cmp_values(v, low(b), lambda p, q: p >= q),
+                         _cmp_values(v, high(b), lambda p, q: p <= q)])
+        return between
+    raise NotImplementedError(f"reference evaluator: scalar {type(node).__name__} "
+                              f"({node.sql(dialect='spark')})")
+
+
+# ---------------------------------------------------------------------------------------------
+# environments
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Env:
+    relations: Mapping[str, Table] = field(default_factory=dict)
+    deltas: Mapping[str, Table] = field(default_factory=dict)
+    maps: Mapping[str, Mapping[tuple, Any]] = field(default_factory=dict)
+
+
+def _as_env(env) -> Env:
+    if env is None:
+        return Env()
+    if isinstance(env, Env):
+        return env
+    if isinstance(env, Mapping):
+        unknown = set(env) - {"relations", "deltas", "maps"}
+        if unknown:
+            raise ValueError(f"env keys must be relations/deltas/maps, got {sorted(unknown)}")
+        return Env(env.get("relations") or {}, env.get("deltas") or {}, env.get("maps") or {})
+    raise TypeError(f"env must be an Env or a mapping, not {type(env).__name__}")
+
+
+def _column(row: Row, col: str):
+    if col in row:
+        return row[col]
+    low = col.lower()
+    for k, v in row.items():
+        if k.lower() == low:
+            return v
+    raise KeyError(f"reference evaluator: row {dict(row)!r} has no column {col!r}")
+
+
+class _Tables:
+    """Pre-aggregated projections of relations/batches/maps, with hash indexes on demand."""
+
+    def __init__(self, env: Env):
+        self.env = env
+        self._proj: Dict[tuple, Dict[tuple, Any]] = {}
+        self._index: Dict[tuple, Dict[tuple, List[Tuple[tuple, Any]]]] = {}
+
+    def entries(self, atom) -> Dict[tuple, Any]:
+        """{value tuple for the atom's variables: multiplicity or map value}, zeros dropped."""
+        if isinstance(atom, MapRef):
+            key = ("map", atom.name)
+            if key not in self._proj:
+                if atom.name not in self.env.maps:
+                    raise KeyError(f"reference evaluator: no map {atom.name!r} in the environment")
+                out = {}
+                for k, v in self.env.maps[atom.name].items():
+                    k = tuple(k) if isinstance(k, (tuple, list)) else (k,)
+                    if len(k) != len(atom.vars):
+                        raise ValueError(f"map {atom.name} key {k!r} does not match {atom.vars}")
+                    v = _exact(v)
+                    if v != 0:
+                        out[k] = out.get(k, 0) + v
+                self._proj[key] = out
+            return self._proj[key]
+        kind = "delta" if isinstance(atom, DeltaRel) else "rel"
+        key = (kind, atom.table, atom.columns)
+        if key not in self._proj:
+            source = self.env.deltas if kind == "delta" else self.env.relations
+            if atom.table not in source:
+                what = "batch" if kind == "delta" else "relation"
+                raise KeyError(f"reference evaluator: no {what} for table {atom.table!r}")
+            out: Dict[tuple, Any] = {}
+            for row, mult in source[atom.table]:
+                values = tuple(_column(row, c) for c in atom.columns)
+                out[values] = out.get(values, 0) + _exact(mult)
+            self._proj[key] = {k: v for k, v in out.items() if v != 0}
+        return self._proj[key]
+
+    def lookup(self, atom, positions: Tuple[int, ...], values: tuple):
+        entries = self.entries(atom)
+        if not positions:
+            return entries.items()
+        ident = (("map", atom.name) if isinstance(atom, MapRef) else
+                 ("delta" if isinstance(atom, DeltaRel) else "rel", atom.table, atom.columns), positions)
+        index = self._index.get(ident)
+        if index is None:
+            index = {}
+            for k, v in entries.items():
+                index.setdefault(tuple(k[p] for p in positions), []).append((k, v))
+            self._index[ident] = index
+        return index.get(values, ())
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------------------------
+
+_RELATIONAL = (Rel, DeltaRel, MapRef)
+
+
+def evaluate(query: Query, env=None, **parts) -> Dict[tuple, Any]:
+    """{group value tuple: multiplicity} of the query over the environment (zeros dropped).
+
+    `env` is an Env, a dict with keys relations/deltas/maps, or given as keyword arguments.
+    """
+    if parts:
+        if env is not None:
+            raise TypeError("give env or keyword parts, not both")
+        env = parts
+    tables = _Tables(_as_env(env))
+    out: Dict[tuple, Any] = {}
+    for mono in query.monomials:
+        for key, mult in _eval_monomial(mono, tuple(query.group), tables):
+            out[key] = out.get(key, 0) + mult
+    return {k: _tidy(v) for k, v in out.items() if v != 0}
+
+
+def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables):
+    coef = _exact(mono.coef)
+    relational = [a for a in mono.atoms if isinstance(a, _RELATIONAL)]
+    others = []
+    for a in mono.atoms:
+        if isinstance(a, Const):
+            coef = coef * _exact(a.value)
+        elif isinstance(a, (Lift, Cond, Value)):
+            others.append(a)
+        elif not isinstance(a, _RELATIONAL):
+            raise TypeError(f"reference evaluator: unexpected atom {a!r}")
+    if coef == 0:
+        return
+
+    results: List[Tuple[tuple, Any]] = []
+
+    def filters(binding, pending, remaining):
+        """Apply every non-relational atom that is ready; returns (mult, pending) or None."""
+        mult = 1
+        pending = list(pending)
+        rel_vars = set().union(*(a.vars for a in remaining)) if remaining else set()
+        progress = True
+        while progress:
+            progress = False
+            for atom in list(pending):
+                if isinstance(atom, Lift):
+                    if not atom.expr.vars <= binding.keys():
+                        continue
+                    if atom.var not in binding and atom.var in rel_vars:
+                        continue    # a relation/map binds it: test after that atom
+                    value = _exact(eval_scalar(atom.expr, binding))
+                    if atom.var in binding:
+                        bound = binding[atom.var]
+                        same = (bound is None and value is None) or (
+                            bound is not None and value is not None
+                            and _cmp_values(bound, value, lambda p, q: p == q))
+                        if not same:
+                            return None
+                    else:
+                        binding[atom.var] = value
+                elif not atom.free_vars() <= binding.keys():
+                    continue
+                elif isinstance(atom, Cond):
+                    if _truth(eval_scalar(atom.pred, binding), "a condition") is not True:
+                        return None
+                else:  # Value
+                    value = eval_scalar(atom.expr, binding)
+                    if value is None:
+                        return None
+                    mult = mult * _num(value, "a value term")
+                pending.remove(atom)
+                progress = True
+        return mult, pending
+
+    def step(binding, mult, remaining, pending):
+        applied = filters(binding, pending, remaining)
+        if applied is None:
+            return
+        fmult, pending = applied
+        if fmult == 0:
+            return
+        mult = mult * fmult
+        if not remaining:
+            if pending:
+                unbound = sorted(set().union(*(a.free_vars() for a in pending)) - binding.keys())
+                raise ValueError(f"reference evaluator: unbound variables {unbound} in "
+                                 f"{pending!r} (monomial {mono!r})")
+            missing = [v for v in group if v not in binding]
+            if missing:
+                raise ValueError(f"reference evaluator: group variables {missing} are not bound "
+                                 f"by monomial {mono!r}")
+            results.append((tuple(binding[v] for v in group), mult))
+            return
+        # Next relational atom: the one with the most bound variables (then the smallest).
+        best = max(range(len(remaining)), key=lambda i: (
+            sum(1 for v in remaining[i].vars if v in binding), -len(tables.entries(remaining[i]))))
+        atom = remaining[best]
+        rest = remaining[:best] + remaining[best + 1:]
+        positions = tuple(i for i, v in enumerate(atom.vars) if v in binding)
+        bound_values = tuple(binding[atom.vars[i]] for i in positions)
+        if any(v is None for v in bound_values):
+            return                        # SQL `=`: NULL never matches
+        for values, m in tables.lookup(atom, positions, bound_values):
+            new = dict(binding)
+            ok = True
+            for var, val in zip(atom.vars, values):
+                if var in new:
+                    # bound earlier or by this atom (a repeated variable): SQL `=`
+                    if new[var] is None or val is None or not _cmp_values(new[var], val,
+                                                                          lambda p, q: p == q):
+                        ok = False
+                        break
+                else:
+                    new[var] = val
+            if ok:
+                step(new, mult * m, rest, pending)
+
+    step({}, coef, relational, others)
+    yield from results
+
+
+# ---------------------------------------------------------------------------------------------
+# trigger programs
+# ---------------------------------------------------------------------------------------------
+
+def _reorder(result: Dict[tuple, Any], have: Sequence[str], want: Sequence[str]) -> Dict[tuple, Any]:
+    if tuple(have) == tuple(want):
+        return result
+    if sorted(have) != sorted(want):
+        raise ValueError(f"query group {tuple(have)} does not match map keys {tuple(want)}")
+    idx = [list(have).index(v) for v in want]
+    return {tuple(k[i] for i in idx): v for k, v in result.items()}
+
+
+class ProgramSimulator:
+    """Viewlet's batch semantics over in-memory relations and maps.
+
+    * Maps start as their definitions evaluated over the initial relations.
+    * A batch ({table: [(row, signed multiplicity)]}) is processed relation by relation in
+      `program.relations()` order. Each statement of a relation's trigger reads the maps as of
+      before that trigger (the trigger's updates are applied after all its statements ran) and
+      base relations (Rel atoms) with the changes of the relations processed before applied;
+      the relation's own change is applied after its trigger.
+    * Incremental statements add their result into `target.column`; `reevaluate`
+      statements (depth 0) replace the column with the query evaluated over the relations
+      including this relation's change. Zero entries are removed.
+    `maps` is {map name: {column: {key tuple: value}}}.
+    """
+
+    def __init__(self, program, relations: Optional[Mapping[str, Table]] = None):
+        self.program = program
+        self.relations: Dict[str, List[Tuple[Row, Any]]] = {
+            t: list(rows) for t, rows in (relations or {}).items()}
+        for t in program.relations():
+            self.relations.setdefault(t, [])
+        env = Env(relations=self.relations)
+        self.maps: Dict[str, Dict[str, Dict[tuple, Any]]] = {}
+        for name, mdef in program.maps.items():
+            self.maps[name] = {col: _reorder(evaluate(q, env), q.group, mdef.keys)
+                               for col, q in mdef.values.items()}
+        self.batches = 0
+
+    def map_values(self) -> Dict[str, Dict[tuple, Any]]:
+        """{map name: {key: value}} of the single-valued maps (what MapRef atoms read)."""
+        from ..compiler.program import VALUE
+        return {n: cols[VALUE] for n, cols in self.maps.items() if VALUE in cols}
+
+    def apply(self, batch: Mapping[str, Table]):
+        order = list(self.program.relations())
+        order += sorted(t for t in batch if t not in order)
+        for rel in order:
+            changes = list(batch.get(rel) or ())
+            if not changes:
+                continue
+            stmts = self.program.statements_for(rel)
+            env = Env(relations=self.relations, deltas={rel: changes}, maps=self.map_values())
+            post = None
+            adds: List[Tuple[str, str, Dict[tuple, Any]]] = []
+            sets: List[Tuple[str, str, Dict[tuple, Any]]] = []
+            for s in stmts:
+                mdef = self.program.maps[s.target]
+                if s.column not in mdef.values:
+                    raise ValueError(f"statement targets unknown column {s.target}.{s.column}")
+                if s.strategy == "reevaluate":
+                    if post is None:
+                        post = dict(self.relations)
+                        post[rel] = self.relations.get(rel, []) + changes
+                    res = evaluate(s.rhs, Env(relations=post))
+                    sets.append((s.target, s.column, _reorder(res, s.rhs.group, mdef.keys)))
+                elif s.strategy == "incremental":
+                    res = evaluate(s.rhs, env)
+                    adds.append((s.target, s.column, _reorder(res, s.rhs.group, mdef.keys)))
+                else:
+                    raise ValueError(f"unknown statement strategy {s.strategy!r}")
+            for target, col, res in sets:
+                self.maps[target][col] = dict(res)
+            for target, col, res in adds:
+                column = self.maps[target][col]
+                for k, v in res.items():
+                    nv = _tidy(column.get(k, 0) + v)
+                    if nv == 0:
+                        column.pop(k, None)
+                    else:
+                        column[k] = nv
+            self.relations[rel] = self.relations.get(rel, []) + changes
+        self.batches += 1
+        return self.maps
+
+    def expected(self, name: Optional[str] = None) -> Dict[str, Dict[tuple, Any]]:
+        """Each column of a map (default: the view state) re-evaluated from its definition
+        over the current relations."""
+        mdef = self.program.maps[name or self.program.view_map]
+        env = Env(relations=self.relations)
+        return {col: _reorder(evaluate(q, env), q.group, mdef.keys) for col, q in mdef.values.items()}
+
+
+def run_program(program, relations: Mapping[str, Table], batches: Iterable[Mapping[str, Table]],
+                after_batch: Optional[Callable[[ProgramSimulator], None]] = None):
+    """Run the batches through the program; returns the final maps
+    ({map name: {column: {key tuple: value}}}). `after_batch(sim)` runs after each batch."""
+    sim = ProgramSimulator(program, relations)
+    for batch in batches:
+        sim.apply(batch)
+        if after_batch is not None:
+            after_batch(sim)
+    return sim.maps
