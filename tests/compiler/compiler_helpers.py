@@ -85,3 +85,93 @@ def reads(stmt, kind=MapRef):
 
 def reads_base(program) -> bool:
     return any(reads(s, Rel) for stmts in program.triggers.values() for s in stmts)
+
+
+# -- structure of compiled programs, independent of generated names ----------------------------
+
+def rel(table, **cols):
+    """A relation atom with the front end's column order (sorted by name)."""
+    from viewlet.calculus.ir import Rel as _Rel
+    names = tuple(sorted(cols, key=str.lower))
+    return _Rel(table, names, tuple(cols[c] for c in names))
+
+
+def query(keys, *atoms):
+    """Sum[keys](product of atoms), normalized like the compiler's map definitions; a string
+    atom is a variable used as a value factor."""
+    from viewlet.calculus.ir import Mul, Value
+    from viewlet.calculus.normalize import normalize
+    from viewlet.calculus.scalar import Scalar
+    atoms = [Value(Scalar.var(a)) if isinstance(a, str) else a for a in atoms]
+    return normalize(Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0], group=tuple(keys))
+
+
+def identify_maps(program, expected):
+    """{map name: (role, key names)} for the expected {role: definition query}: the program
+    must hold a map equal to each definition up to variable names (canonical form).
+    Key names are the definition's variables, in the order of the map's keys."""
+    found = canonical_defs(program)
+    out = {}
+    for role, q in expected.items():
+        text, keys = canonicalize(q)
+        assert text in found, f"no map for {role} = {show(q)} ({text}) in\n{dump(program)}"
+        out[found[text]] = (role, keys)
+    return out
+
+
+def statement_signatures(program, roles, view_role="view", view_keys=None):
+    """{relation: sorted statement signatures}. A signature names the target by role, with
+    each target key labelled by the batch column that binds it (in the first monomial) or
+    `out` (a loop over the maps read), and shows each monomial's atoms with every variable
+    labelled by the batch column binding it (`table.col`) or else by the target key it stands
+    for (`out:name`); map arguments are listed by key name."""
+    from viewlet.calculus.ir import Cond, DeltaRel, Lift, MapRef, Rel, Value
+    roles = dict(roles)
+    roles[program.view_map] = (view_role, tuple(view_keys or program.maps[program.view_map].keys))
+    out = {}
+    for relation, stmts in program.triggers.items():
+        sigs = []
+        for s in stmts:
+            role, key_names = roles[s.target]
+            keys = program.maps[s.target].keys
+            monos = []
+            for m in s.rhs.monomials:
+                label = {}
+                for a in m.atoms:
+                    if isinstance(a, DeltaRel):
+                        for c, v in zip(a.columns, a.vars):
+                            label.setdefault(v, f"{a.table}.{c}")
+                for v, name in zip(s.rhs.group, key_names):
+                    label.setdefault(v, f"out:{name}")
+                parts = []
+                for a in m.atoms:
+                    if isinstance(a, DeltaRel):
+                        parts.append(f"Δ{a.table}")
+                    elif isinstance(a, Rel):
+                        parts.append(f"{a.table}({', '.join(label.get(v, '_') for v in a.vars)})")
+                    elif isinstance(a, MapRef):
+                        mrole, mkeys = roles[a.name]
+                        args = ", ".join(sorted(f"{k}={label.get(v, '_')}" for k, v in zip(mkeys, a.vars)))
+                        parts.append(f"{mrole}[{args}]")
+                    elif isinstance(a, (Value, Cond)):
+                        expr = a.expr if isinstance(a, Value) else a.pred
+                        kind = "val" if isinstance(a, Value) else "cond"
+                        parts.append(f"{kind}({expr.rename({v: label.get(v, v) for v in expr.vars}).key})"
+                                     .replace("`", ""))
+                    elif isinstance(a, Lift):
+                        parts.append(f"({label.get(a.var, a.var)} := {a.expr.key})")
+                text = " * ".join(sorted(parts)) or "1"
+                monos.append(text if m.coef == 1 else f"{m.coef} * {text}")
+            op = ":=" if s.strategy == "reevaluate" else "+="
+            first = s.rhs.monomials[0] if s.rhs.monomials else None
+            tlabel = {}
+            if first is not None:
+                for a in first.atoms:
+                    if isinstance(a, DeltaRel):
+                        for c, v in zip(a.columns, a.vars):
+                            tlabel.setdefault(v, f"{a.table}.{c}")
+            tkeys = ", ".join(sorted(f"{k}={tlabel.get(v, 'out')}" for k, v in zip(key_names, s.rhs.group)))
+            target = f"{role}[{tkeys}].{s.column}" if tkeys else f"{role}.{s.column}"
+            sigs.append(f"{target} {op} {' + '.join(sorted(monos))}")
+        out[relation] = sorted(sigs)
+    return out
