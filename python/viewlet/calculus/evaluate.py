@@ -299,9 +299,16 @@ class _Tables:
         self.env = env
         self._proj: Dict[tuple, Dict[tuple, Any]] = {}
         self._index: Dict[tuple, Dict[tuple, List[Tuple[tuple, Any]]]] = {}
+        self._by_atom: Dict[Any, Dict[tuple, Any]] = {}
 
     def entries(self, atom) -> Dict[tuple, Any]:
         """{value tuple for the atom's variables: multiplicity or map value}, zeros dropped."""
+        found = self._by_atom.get(atom)
+        if found is None:
+            found = self._by_atom[atom] = self._entries(atom)
+        return found
+
+    def _entries(self, atom) -> Dict[tuple, Any]:
         if isinstance(atom, MapRef):
             key = ("map", atom.name)
             if key not in self._proj:
@@ -362,7 +369,10 @@ def evaluate(query: Query, env=None, **parts) -> Dict[tuple, Any]:
         if env is not None:
             raise TypeError("give env or keyword parts, not both")
         env = parts
-    tables = _Tables(_as_env(env))
+    return _evaluate(query, _Tables(_as_env(env)))
+
+
+def _evaluate(query: Query, tables: "_Tables") -> Dict[tuple, Any]:
     out: Dict[tuple, Any] = {}
     for mono in query.monomials:
         for key, mult in _eval_monomial(mono, tuple(query.group), tables):
@@ -444,8 +454,11 @@ def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables):
             results.append((tuple(binding[v] for v in group), mult))
             return
         # Next relational atom: the one with the most bound variables (then the smallest).
-        best = max(range(len(remaining)), key=lambda i: (
-            sum(1 for v in remaining[i].vars if v in binding), -len(tables.entries(remaining[i]))))
+        best, best_key = 0, None
+        for i, cand in enumerate(remaining):
+            key = (sum(1 for v in cand.vars if v in binding), -len(tables.entries(cand)))
+            if best_key is None or key > best_key:
+                best, best_key = i, key
         atom = remaining[best]
         rest = remaining[:best] + remaining[best + 1:]
         positions = tuple(i for i, v in enumerate(atom.vars) if v in binding)
@@ -505,10 +518,10 @@ class ProgramSimulator:
             t: list(rows) for t, rows in (relations or {}).items()}
         for t in program.relations():
             self.relations.setdefault(t, [])
-        env = Env(relations=self.relations)
+        tables = _Tables(Env(relations=self.relations))
         self.maps: Dict[str, Dict[str, Dict[tuple, Any]]] = {}
         for name, mdef in program.maps.items():
-            self.maps[name] = {col: _reorder(evaluate(q, env), q.group, mdef.keys)
+            self.maps[name] = {col: _reorder(_evaluate(q, tables), q.group, mdef.keys)
                                for col, q in mdef.values.items()}
         self.batches = 0
 
@@ -525,7 +538,8 @@ class ProgramSimulator:
             if not changes:
                 continue
             stmts = self.program.statements_for(rel)
-            env = Env(relations=self.relations, deltas={rel: changes}, maps=self.map_values())
+            tables = _Tables(Env(relations=self.relations, deltas={rel: changes},
+                                 maps=self.map_values()))
             post = None
             adds: List[Tuple[str, str, Dict[tuple, Any]]] = []
             sets: List[Tuple[str, str, Dict[tuple, Any]]] = []
@@ -535,12 +549,13 @@ class ProgramSimulator:
                     raise ValueError(f"statement targets unknown column {s.target}.{s.column}")
                 if s.strategy == "reevaluate":
                     if post is None:
-                        post = dict(self.relations)
-                        post[rel] = self.relations.get(rel, []) + changes
-                    res = evaluate(s.rhs, Env(relations=post))
+                        after = dict(self.relations)
+                        after[rel] = self.relations.get(rel, []) + changes
+                        post = _Tables(Env(relations=after))
+                    res = _evaluate(s.rhs, post)
                     sets.append((s.target, s.column, _reorder(res, s.rhs.group, mdef.keys)))
                 elif s.strategy == "incremental":
-                    res = evaluate(s.rhs, env)
+                    res = _evaluate(s.rhs, tables)
                     adds.append((s.target, s.column, _reorder(res, s.rhs.group, mdef.keys)))
                 else:
                     raise ValueError(f"unknown statement strategy {s.strategy!r}")
@@ -562,8 +577,9 @@ class ProgramSimulator:
         """Each column of a map (default: the view state) re-evaluated from its definition
         over the current relations."""
         mdef = self.program.maps[name or self.program.view_map]
-        env = Env(relations=self.relations)
-        return {col: _reorder(evaluate(q, env), q.group, mdef.keys) for col, q in mdef.values.items()}
+        tables = _Tables(Env(relations=self.relations))
+        return {col: _reorder(_evaluate(q, tables), q.group, mdef.keys)
+                for col, q in mdef.values.items()}
 
 
 def run_program(program, relations: Mapping[str, Table], batches: Iterable[Mapping[str, Table]],

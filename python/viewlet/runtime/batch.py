@@ -120,9 +120,12 @@ def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]
             processed.add(rel)
             continue
         sources.position(processed)
+        pieces = {}
         for target in program.targets_for(rel):
             stmts = [s for s in program.statements_for(rel) if s.target == target]
-            piece = _fused_delta(view, target, stmts, sources)
+            pieces[target] = _fused_delta(view, target, stmts, sources)
+        # Only now: every statement of this trigger read the maps as they were before it.
+        for target, piece in pieces.items():
             sources.pending.setdefault(target, []).append(piece)
         processed.add(rel)
     stats.setdefault("seconds", {})["triggers"] = time.perf_counter() - t0

@@ -150,20 +150,22 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             dict(result_layout(spec, output_types), keys=[], hidden=[])
         source = _SnapshotSource(ctx, draft, versions)
         maps_json: Dict[str, Dict] = {}
+        parts: Dict[str, DataFrame] = {}
         state_frame = None
         if depth != 0:
             for m in compiled.program.maps.values():
                 schema, frame = _initial_map(ctx, m, source)
                 maps_json[m.name] = schema.to_json()
-                ctx.store.create(ctx.layout.map_table(view_id, m.name), frame_arrow(frame),
-                                 txn=(f"viewlet:{view_id}", 0))
+                parts[m.name] = frame
                 if m.name == compiled.program.view_map:
-                    state_frame = read_table(ctx.spark, ctx.store, ctx.layout.map_table(view_id, m.name))
-        result = _initial_result(ctx, compiled, layout, agg_types, state_frame, maps_json,
-                                 sql, frames, location_of)
-        ctx.store.create(ctx.layout.result_table(view_id), frame_arrow(result),
-                         txn=(f"viewlet:{view_id}", 0))
-        rows = ctx.store.snapshot(ctx.layout.result_table(view_id))
+                    state_frame = frame
+        parts[RESULT_PART] = _initial_result(ctx, compiled, layout, agg_types, state_frame,
+                                             maps_json, sql, frames, location_of)
+        collected = collect_parts(parts)      # the initial load is one Spark job
+        for part, data in collected.items():
+            path = ctx.layout.result_table(view_id) if part == RESULT_PART \
+                else ctx.layout.map_table(view_id, part)
+            ctx.store.create(path, data, txn=(f"viewlet:{view_id}", 0))
         stats = {"seconds": {"create": time.perf_counter() - t_start}}
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
         entry = Entry(view_id, "view", name, view_dir, {
@@ -175,9 +177,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         ctx.store.drop(view_dir)
         raise
     ctx.remember(entry, compiled)
-    count = ctx.spark.read.parquet(*rows.files).count() if rows.files else 0
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
-            "rows": count, "seconds": round(time.perf_counter() - t_start, 3)}
+            "rows": collected[RESULT_PART].num_rows, "seconds": round(time.perf_counter() - t_start, 3)}
 
 
 def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:

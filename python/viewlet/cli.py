@@ -1,0 +1,175 @@
+"""The ``viewlet`` command (also ``python -m viewlet``).
+
+    viewlet demo [--scale 0.01] [--batches 5] [--batch-size 1000] [--warehouse DIR]
+                 [--seed 1] [--views q1,q3,q6]
+
+``bench``, ``sql`` and ``explain`` are reserved for commands that are not available yet.
+
+Exit status: 0 success, 1 a demo check failed (a view differed from its recompute) or the
+demo failed, 2 the environment is missing something (Java 17+, tpchgen-cli, the view
+definitions) or a bad option, 3 a command that is not available yet.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from typing import List, Optional
+
+EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT, EXIT_NOT_AVAILABLE = 0, 1, 2, 3
+
+_JAVA_HELP = """\
+Viewlet runs on Apache Spark, which needs Java 17 or newer.
+Install a JDK/JRE 17+ and either put `java` on your PATH or set JAVA_HOME, e.g.
+  Debian/Ubuntu:  sudo apt-get install openjdk-17-jre-headless
+  macOS:          brew install openjdk@17
+  conda:          conda install -c conda-forge openjdk=17
+  any OS:         https://adoptium.net/ (Temurin 17 or 21)
+then check with `java -version`."""
+
+_LATER = {
+    "bench": "the benchmark runner (refresh vs recompute over longer TPC-H streams, "
+             "with plots)",
+    "sql": "the interactive Viewlet SQL shell",
+    "explain": "EXPLAIN INCREMENTAL VIEW for a view definition from the command line",
+}
+
+
+def java_problem() -> Optional[str]:
+    """Why Spark cannot start here for lack of Java, or None when a Java 17+ is found.
+
+    Spark's launcher uses $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = os.path.join(java_home, "bin", "java")
+        if not os.path.isfile(java):
+            return f"JAVA_HOME is set to {java_home}, but there is no {java}."
+    else:
+        java = shutil.which("java")
+        if java is None:
+            return "No Java found: `java` is not on PATH and JAVA_HOME is not set."
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"`{java} -version` failed: {e}"
+    from .jvm.build import java_major_version
+    text = (proc.stderr or "") + (proc.stdout or "")
+    major = java_major_version(text)
+    if major is not None and major < 17:
+        first = text.strip().splitlines()[0] if text.strip() else "?"
+        return f"Found Java {major} at {java} ({first}), but Viewlet needs Java 17 or newer."
+    return None
+
+
+def _positive_float(text: str) -> float:
+    v = float(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return v
+
+
+def _non_negative_int(text: str) -> int:
+    v = int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return v
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .demo import DEFAULT_VIEWS
+
+    ap = argparse.ArgumentParser(
+        prog="viewlet",
+        description="Viewlet: higher-order incremental view maintenance for Apache Spark.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    d = sub.add_parser(
+        "demo", help="TPC-H views refreshed under an update stream, checked against recompute",
+        description="Generate TPC-H, create incremental views from sql/tpch/*.sql, apply update "
+                    "batches, refresh the views and check each against a full recompute. Exits "
+                    "1 if any check fails.")
+    d.add_argument("--scale", type=_positive_float, default=0.01,
+                   help="TPC-H scale factor (default 0.01)")
+    d.add_argument("--batches", type=_non_negative_int, default=5,
+                   help="update batches to apply (default 5)")
+    d.add_argument("--batch-size", type=_non_negative_int, default=1000,
+                   help="changed rows per batch (default 1000)")
+    d.add_argument("--warehouse", default=None,
+                   help="directory for the TPC-H tables and the views; kept and reused by later "
+                        "runs (default: a temporary directory, removed at the end)")
+    d.add_argument("--seed", type=int, default=1, help="update stream seed (default 1)")
+    d.add_argument("--views", default=",".join(DEFAULT_VIEWS),
+                   help="comma-separated view names from sql/tpch (default "
+                        f"{','.join(DEFAULT_VIEWS)}; 'all' for every file there)")
+    for name, what in _LATER.items():
+        s = sub.add_parser(name, help=f"(not available yet) {what}", add_help=False)
+        s.add_argument("args", nargs=argparse.REMAINDER)
+    return ap
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _LATER:       # whatever options follow: not parsed yet
+        return _not_available(argv[0])
+    args = _parser().parse_args(argv)
+    if args.command in _LATER:
+        return _not_available(args.command)
+    return _demo(args)
+
+
+def _not_available(command: str) -> int:
+    what = _LATER[command]
+    print(f"viewlet {command}: not available yet. {what[0].upper()}{what[1:]} comes in a later "
+          "issue of the project; for now try `viewlet demo`.", file=sys.stderr)
+    return EXIT_NOT_AVAILABLE
+
+
+def _demo(args) -> int:
+    from . import demo
+    from .errors import ViewletError
+
+    if args.views.strip().lower() == "all":
+        views = demo.available_views()
+    else:
+        views = [v.strip() for v in args.views.split(",") if v.strip()]
+    if not views:
+        print(f"viewlet demo: no views to run (looked in {demo.sql_dir()}).", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        for v in views:
+            demo.load_query(v)
+    except ViewletError as e:
+        print(f"viewlet demo: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    problem = java_problem()
+    if problem:
+        print(f"viewlet demo: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        from .workloads.tpch import find_tpchgen
+        find_tpchgen()
+    except FileNotFoundError as e:
+        print(f"viewlet demo: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        demo.run(scale=args.scale, batches=args.batches, batch_size=args.batch_size,
+                 warehouse=args.warehouse, seed=args.seed, views=views, out=sys.stdout)
+    except demo.DemoCheckFailed as e:
+        print(f"viewlet demo: FAILED: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("viewlet demo: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        from .jvm.build import ViewletBuildError
+        if isinstance(e, ViewletBuildError):
+            print(f"viewlet demo: cannot build Viewlet's Spark extension jar: {e}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        raise
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Shared fixtures: one Spark session per test run, configured with Viewlet's extension."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.join(ROOT, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+    import viewlet
+    warehouse = str(tmp_path_factory.mktemp("warehouse"))
+    builder = SparkSession.builder.master("local[2]").appName("viewlet-tests") \
+        .config("spark.ui.enabled", "false") \
+        .config("spark.sql.shuffle.partitions", "2") \
+        .config("spark.driver.memory", "2g")
+    session = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def vl(spark):
+    import viewlet
+    return viewlet.enable(spark)

@@ -1,0 +1,18 @@
+"""The oracle: a view must equal what Spark SQL computes for its defining query."""
+from __future__ import annotations
+
+from chispa import assert_approx_df_equality, assert_df_equality
+
+DOUBLE_TOLERANCE = 1e-6   # doubles drift under incremental sums; decimals and integers are exact
+
+
+def assert_view_matches(spark, view: str, query: str):
+    actual = spark.sql(f"SELECT * FROM {view}")
+    expected = spark.sql(query)
+    assert actual.columns == expected.columns
+    assert [f.dataType for f in actual.schema.fields] == [f.dataType for f in expected.schema.fields]
+    if any(f.dataType.typeName() in ("double", "float") for f in expected.schema.fields):
+        assert_approx_df_equality(actual, expected, DOUBLE_TOLERANCE, ignore_nullable=True,
+                                  ignore_row_order=True)
+    else:
+        assert_df_equality(actual, expected, ignore_nullable=True, ignore_row_order=True)

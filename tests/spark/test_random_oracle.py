@@ -1,0 +1,65 @@
+"""Randomized workloads: after every refresh each view equals Spark's evaluation of its
+defining query over the same table versions (inserts, deletes, updates, duplicates, NULLs,
+several tables changing in one batch)."""
+from __future__ import annotations
+
+import zlib
+
+import pytest
+import viewlet
+
+from .oracle import assert_view_matches
+from .workload import Workload
+
+SHAPES = {
+    "single_table_group": "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r GROUP BY r.a",
+    "global_aggregates": "SELECT COUNT(*) AS n, SUM(r.c) AS sc, AVG(r.c) AS av, COUNT(r.c) AS nc FROM r",
+    "join_product_sum": "SELECT r.a, s.e, SUM(r.c * s.f) AS x FROM r JOIN s ON r.b = s.b GROUP BY r.a, s.e",
+    "three_way_chain": "SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t "
+                       "WHERE r.b = s.b AND s.e = t.e GROUP BY t.h",
+    "self_join": "SELECT r1.a, COUNT(*) AS n FROM r r1 JOIN r r2 ON r1.b = r2.a GROUP BY r1.a",
+    "theta_join": "SELECT r.a, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s WHERE r.b < s.b GROUP BY r.a",
+    "or_not_filter": "SELECT r.a, COUNT(*) AS n FROM r WHERE (r.b = 1 OR r.c > 2) AND NOT (r.a = 2) "
+                     "GROUP BY r.a",
+    "group_by_expression_double": "SELECT r.a % 2 AS par, SUM(r.d) AS sd, COUNT(r.d) AS nd "
+                                  "FROM r GROUP BY r.a % 2",
+    "avg_nullable": "SELECT s.e, AVG(s.f) AS af, COUNT(s.f) AS cf, COUNT(*) AS n FROM s GROUP BY s.e",
+    "spj_bag": "SELECT r.a, s.e FROM r JOIN s ON r.b = s.b WHERE s.e > 0",
+    "spj_expression": "SELECT r.a + s.e AS x, r.c FROM r, s WHERE r.b = s.b",
+    "constants_in_aggregates": "SELECT s.b, SUM(s.f * 2 + 1) AS y, SUM(3) AS z, COUNT(1) AS w "
+                               "FROM s GROUP BY s.b",
+    "having": "SELECT r.b, SUM(r.c) AS sc FROM r GROUP BY r.b HAVING COUNT(*) > 1",
+    "expressions_over_aggregates": "SELECT r.b, SUM(r.a) + 1 AS p, SUM(r.a) * COUNT(*) AS q "
+                                   "FROM r GROUP BY r.b",
+    "group_key_not_in_output": "SELECT SUM(r.c) AS sc, COUNT(*) AS n FROM r GROUP BY r.b",
+    "string_filter_join": "SELECT t.h, SUM(s.f) AS sf FROM s JOIN t ON s.e = t.e "
+                          "WHERE t.h LIKE 'x%' GROUP BY t.h",
+    "cross_product_count": "SELECT COUNT(*) AS n, SUM(t.g) AS sg FROM s, t",
+    "four_atoms_two_selfs": "SELECT s1.e, COUNT(*) AS n FROM s s1, s s2, t WHERE s1.b = s2.b "
+                            "AND s2.e = t.e GROUP BY s1.e",
+}
+DEPTH_VARIANTS = [("join_product_sum", 1), ("three_way_chain", 1), ("three_way_chain", 2),
+                  ("theta_join", 0), ("spj_bag", 1), ("self_join", 1)]
+CASES = [(name, None) for name in SHAPES] + DEPTH_VARIANTS
+BATCHES = 3
+
+
+@pytest.mark.parametrize("shape,depth", CASES,
+                         ids=[f"{n}-depth{'inf' if d is None else d}" for n, d in CASES])
+def test_view_equals_recompute_after_every_batch(spark, vl, tmp_path, shape, depth):
+    seed = zlib.crc32(f"{shape}/{depth}".encode())
+    work = Workload(str(tmp_path), seed)
+    for name, path in work.paths.items():
+        viewlet.register_table(spark, name, path, replace=True)
+    query = SHAPES[shape]
+    view = f"v_{shape}_{'inf' if depth is None else depth}"
+    options = "" if depth is None else f" WITH (depth = {depth})"
+    spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
+    try:
+        assert_view_matches(spark, view, query)
+        for _ in range(BATCHES):
+            work.batch()
+            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            assert_view_matches(spark, view, query)
+    finally:
+        spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
