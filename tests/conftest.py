@@ -7,6 +7,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Tests run the source tree (its jar is built on demand into a cache); the installed
+# package (scripts/setup.sh) is what the demo and the CLI use.
 if os.path.join(ROOT, "python") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
