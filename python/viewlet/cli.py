@@ -135,7 +135,7 @@ def _demo(args) -> int:
     else:
         views = [v.strip() for v in args.views.split(",") if v.strip()]
     if not views:
-        print(f"viewlet demo: no views to run (looked in {demo.sql_dir()}).", file=sys.stderr)
+        print("viewlet demo: no views to run.", file=sys.stderr)
         return EXIT_ENVIRONMENT
     try:
         for v in views:
