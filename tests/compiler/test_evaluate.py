@@ -177,6 +177,12 @@ def test_keyword_environment_and_errors():
     ("TRUE AND x", {"x": True}, True),
     ("NULL", {}, None),
     ("x <=> y", {"x": None, "y": None}, True),
+    ("CASE WHEN x > 1 THEN y ELSE 0 END", {"x": 2, "y": 5}, 5),
+    ("CASE WHEN x > 1 THEN y ELSE 0 END", {"x": None, "y": 5}, 0),
+    ("CASE WHEN x > 1 THEN y END", {"x": 0, "y": 5}, None),
+    ("CASE x WHEN 1 THEN 10 WHEN 2 THEN 20 END", {"x": 2}, 20),
+    ("IF(x > 1, 1, 2)", {"x": None}, 2),
+    ("COALESCE(x, y, 3)", {"x": None, "y": None}, 3),
 ])
 def test_scalars(sql, binding, expected):
     got = eval_scalar(Scalar.parse(sql), binding)
@@ -194,7 +200,7 @@ def test_decimals_stay_exact():
 
 
 @pytest.mark.parametrize("sql", ["upper(x) = 'A'", "CAST(x AS INT) > 1", "x IS TRUE",
-                                 "CASE WHEN x > 1 THEN 1 END = 1", "rand() > 0.5"])
+                                 "x LIKE 'a%'", "rand() > 0.5", "SUM(x) > 1"])
 def test_unsupported_scalars_raise(sql):
     with pytest.raises(NotImplementedError):
         eval_scalar(Scalar.parse(sql), {"x": 1})

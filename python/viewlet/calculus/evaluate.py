@@ -18,8 +18,10 @@ Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
     after that atom, as a NULL-safe test.
   * Cond(p) keeps a binding when p is true (NULL is not true).
   * Value(e) multiplies by e; a NULL value contributes 0 (SUM ignores NULLs).
-Scalars are interpreted from their sqlglot AST with SQL three-valued logic; decimals are
-computed exactly (as fractions); division by zero is NULL.
+Scalars are interpreted from their sqlglot AST with SQL three-valued logic (columns, literals,
+arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, IN (list), BETWEEN, CASE, IF, COALESCE;
+anything else raises NotImplementedError); decimals are computed exactly (as fractions);
+division by zero is NULL.
 
 `run_program(program, relations, batches)` simulates Viewlet's batch semantics (see
 `ProgramSimulator`) and returns the final maps as {map name: {column: {key tuple: value}}}.
@@ -254,6 +256,43 @@ def _compile(node: exp.Expression) -> Fn:
             return _and([_cmp_values(v, low(b), lambda p, q: p >= q),
                          _cmp_values(v, high(b), lambda p, q: p <= q)])
         return between
+    if isinstance(node, exp.Case):
+        if node.this is not None:
+            subject = _compile(node.this)
+            arms = [(_compile(i.this), _compile(i.args["true"])) for i in node.args.get("ifs") or []]
+
+            def test(b, when):
+                return _cmp_values(subject(b), when(b), lambda p, q: p == q) is True
+        else:
+            subject = None
+            arms = [(_compile(i.this), _compile(i.args["true"])) for i in node.args.get("ifs") or []]
+
+            def test(b, when):
+                return _truth(when(b), "CASE WHEN") is True
+        default = _compile(node.args["default"]) if node.args.get("default") is not None \
+            else (lambda b: None)
+
+        def case(b):
+            for when, then in arms:
+                if test(b, when):
+                    return then(b)
+            return default(b)
+        return case
+    if isinstance(node, exp.If):
+        cond_, then = _compile(node.this), _compile(node.args["true"])
+        other = _compile(node.args["false"]) if node.args.get("false") is not None \
+            else (lambda b: None)
+        return lambda b: then(b) if _truth(cond_(b), "IF") is True else other(b)
+    if isinstance(node, exp.Coalesce):
+        parts = [_compile(node.this)] + [_compile(e) for e in node.expressions]
+
+        def coalesce(b):
+            for part in parts:
+                value = part(b)
+                if value is not None:
+                    return value
+            return None
+        return coalesce
     raise NotImplementedError(f"reference evaluator: scalar {type(node).__name__} "
                               f"({node.sql(dialect='spark')})")
 
@@ -573,13 +612,18 @@ class ProgramSimulator:
         self.batches += 1
         return self.maps
 
-    def expected(self, name: Optional[str] = None) -> Dict[str, Dict[tuple, Any]]:
+    def expected(self, name: Optional[str] = None, _tables=None) -> Dict[str, Dict[tuple, Any]]:
         """Each column of a map (default: the view state) re-evaluated from its definition
         over the current relations."""
         mdef = self.program.maps[name or self.program.view_map]
-        tables = _Tables(Env(relations=self.relations))
+        tables = _tables or _Tables(Env(relations=self.relations))
         return {col: _reorder(_evaluate(q, tables), q.group, mdef.keys)
                 for col, q in mdef.values.items()}
+
+    def expected_all(self) -> Dict[str, Dict[str, Dict[tuple, Any]]]:
+        """`expected` for every map: what `maps` must equal."""
+        tables = _Tables(Env(relations=self.relations))
+        return {name: self.expected(name, tables) for name in self.program.maps}
 
 
 def run_program(program, relations: Mapping[str, Table], batches: Iterable[Mapping[str, Table]],
