@@ -1,0 +1,167 @@
+"""DDL behaviour, errors that leave nothing behind, exactly-once batches and recovery."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.errors import AnalysisException, ParseException
+
+import viewlet
+from viewlet.runtime import views as views_module
+
+from .oracle import assert_view_matches
+from .workload import Workload
+
+QUERY = "SELECT r.a, SUM(s.f) AS sf, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
+
+
+@pytest.fixture
+def work(spark, vl, tmp_path):
+    w = Workload(str(tmp_path), seed=7, rows=15)
+    for name, path in w.paths.items():
+        viewlet.register_table(spark, name, path, replace=True)
+    return w
+
+
+def _view_dirs(vl):
+    root = os.path.join(vl.warehouse, "views")
+    return set(os.listdir(root)) if os.path.exists(root) else set()
+
+
+@pytest.mark.parametrize("sql,construct", [
+    ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
+    ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN()"),
+    ("SELECT r.a FROM r LEFT JOIN s ON r.b = s.b", "LEFT"),
+    ("SELECT r.a FROM r WHERE r.a IN (SELECT s.b FROM s)", "subquery"),
+    ("SELECT r.a, rand() FROM r", "rand"),
+    ("SELECT SUM(r.a) OVER (PARTITION BY r.b) FROM r", "window"),
+])
+def test_unsupported_sql_is_refused_and_leaves_nothing(spark, vl, work, sql, construct):
+    before = _view_dirs(vl)
+    with pytest.raises(AnalysisException) as err:
+        spark.sql(f"CREATE INCREMENTAL VIEW bad AS {sql}")
+    assert construct.lower() in str(err.value).lower()
+    assert "bad" not in vl.view_names()
+    assert _view_dirs(vl) == before
+
+
+def test_missing_table_names_the_table_and_the_remedy(spark, vl, work):
+    with pytest.raises(AnalysisException) as err:
+        spark.sql("CREATE INCREMENTAL VIEW bad AS SELECT x.a FROM nowhere x")
+    assert "nowhere" in str(err.value) and "register_table" in str(err.value)
+    with pytest.raises(AnalysisException) as err:
+        spark.sql("CREATE INCREMENTAL VIEW bad AS SELECT a FROM delta.`/no/such/table`")
+    assert "/no/such/table" in str(err.value)
+    assert "bad" not in vl.view_names()
+
+
+def test_malformed_ddl_is_a_parse_error(spark, vl):
+    with pytest.raises(ParseException) as err:
+        spark.sql("CREATE INCREMENTAL VIEW v WITH (depth = deep) AS SELECT 1")
+    assert "depth" in str(err.value)
+    with pytest.raises(ParseException):
+        spark.sql("REFRESH INCREMENTAL VIEW")
+
+
+def test_ddl_statements(spark, vl, work):
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_v WITH (depth = 1) AS {QUERY}")
+    row = spark.sql(f"CREATE INCREMENTAL VIEW IF NOT EXISTS lc_v AS {QUERY}").collect()[0]
+    assert row.status == "exists"
+    with pytest.raises(AnalysisException, match="already exists"):
+        spark.sql(f"CREATE INCREMENTAL VIEW lc_v AS {QUERY}")
+    shown = {r.view: r for r in spark.sql("SHOW INCREMENTAL VIEWS").collect()}
+    assert shown["lc_v"].depth.startswith("1")
+    described = spark.sql("DESCRIBE INCREMENTAL VIEW lc_v").collect()
+    assert any(r.section == "table" and "watermark version" in r.value for r in described)
+    plan = spark.sql("EXPLAIN INCREMENTAL VIEW lc_v").collect()[0].plan
+    assert "ON BATCH dr" in plan and "ON BATCH ds" in plan
+    spark.sql("DROP INCREMENTAL VIEW lc_v")
+    assert "lc_v" not in vl.view_names()
+    assert spark.sql("DROP INCREMENTAL VIEW IF EXISTS lc_v").collect()[0].status == "not found"
+    with pytest.raises(AnalysisException, match="does not exist"):
+        spark.sql("REFRESH INCREMENTAL VIEW lc_v")
+
+
+def test_delta_path_syntax_in_views_and_queries(spark, vl, work):
+    r = work.paths["r"]
+    assert spark.sql(f"SELECT COUNT(*) FROM delta.`{r}`").collect()[0][0] == len(work.current("r"))
+    query = f"SELECT x.a, COUNT(*) AS n FROM delta.`{r}` x GROUP BY x.a"
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_path AS {query}")
+    work.batch()
+    spark.sql("REFRESH INCREMENTAL VIEW lc_path")
+    assert_view_matches(spark, "lc_path", query)
+    spark.sql("DROP INCREMENTAL VIEW lc_path")
+
+
+def test_change_feed_is_turned_on_when_off(spark, vl, tmp_path):
+    path = str(tmp_path / "nofeed")
+    write_deltalake(path, pa.table({"k": pa.array([1, 2, 2], pa.int32())}))
+    assert "delta.enableChangeDataFeed" not in DeltaTable(path).metadata().configuration
+    query = f"SELECT k, COUNT(*) AS n FROM delta.`{path}` GROUP BY k"
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_feed AS {query}")
+    assert DeltaTable(path).metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    write_deltalake(path, pa.table({"k": pa.array([2, 3], pa.int32())}), mode="append")
+    DeltaTable(path).delete("k = 1")
+    spark.sql("REFRESH INCREMENTAL VIEW lc_feed")
+    assert_view_matches(spark, "lc_feed", query)
+    spark.sql("DROP INCREMENTAL VIEW lc_feed")
+
+
+@pytest.mark.parametrize("fail_on", ["merge_add", "merge_replace"])
+def test_crash_mid_batch_loses_nothing_and_applies_nothing_twice(spark, vl, work, monkeypatch, fail_on):
+    name = f"lc_crash_{fail_on}"
+    spark.sql(f"CREATE INCREMENTAL VIEW {name} AS {QUERY}")
+    work.batch()
+    work.batch()
+    real = getattr(vl.store, fail_on)
+    calls = {"n": 0}
+
+    def crash_after_first(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2 or fail_on == "merge_replace":
+            raise RuntimeError("simulated crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vl.store, fail_on, crash_after_first)
+    with pytest.raises(AnalysisException, match="simulated crash"):
+        spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
+    view = vl.load(name)
+    assert view.manifest.latest().phase == "planned"
+    monkeypatch.setattr(vl.store, fail_on, real)
+    row = spark.sql(f"REFRESH INCREMENTAL VIEW {name}").collect()[0]
+    assert "recovered" in row.status
+    assert_view_matches(spark, name, QUERY)
+    # Re-applying a committed batch is a no-op: every map already carries its txn id.
+    last = view.manifest.last_committed()
+    views_module.apply_batch(view, last)
+    assert_view_matches(spark, name, QUERY)
+    spark.sql(f"DROP INCREMENTAL VIEW {name}")
+
+
+def test_view_is_readable_from_a_new_process(spark, vl, work, tmp_path):
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_shared AS {QUERY}")
+    work.batch()
+    spark.sql("REFRESH INCREMENTAL VIEW lc_shared")
+    expected = sorted(tuple(r) for r in spark.sql("SELECT a, n FROM lc_shared").collect())
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(os.path.dirname(__file__), '..', '..', 'python')!r})
+        import viewlet
+        from pyspark.sql import SparkSession
+        b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+        spark = viewlet.configure_spark(b, warehouse={vl.warehouse!r}).getOrCreate()
+        viewlet.enable(spark)
+        for r in spark.sql("SELECT a, n FROM lc_shared").collect():
+            print("ROW", r.a, r.n)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = sorted(tuple(None if x == "None" else int(x) for x in line.split()[1:])
+                  for line in out.stdout.splitlines() if line.startswith("ROW"))
+    assert rows == expected
+    spark.sql("DROP INCREMENTAL VIEW lc_shared")
