@@ -6,7 +6,7 @@ variable by the batch column that binds it or the target key it loops over.
 """
 from decimal import Decimal
 
-from compiler_helpers import (Q3_TABLES, aux_maps, compile_sql, dump, identify_maps, query, reads,
+from compiler_helpers import (Q3_TABLES, aux_maps, compile_sql, dump, identify_maps, query,
                               reads_base, rel, statement_signatures)
 from viewlet.calculus.delta import delta
 from viewlet.calculus.evaluate import ProgramSimulator, evaluate
