@@ -168,3 +168,13 @@ def test_aggregate_in_where_is_rejected():
 def test_nested_aggregate_is_rejected():
     with pytest.raises(ViewletError):
         spec_of("SELECT SUM(COUNT(*)) FROM r")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "sql/frontend.py _from_sql cuts len('SELECT 1 ') characters off the regenerated query, "
+    "but sqlglot renders a leading comment first ('/* c */ SELECT 1 FROM ...'), leaving "
+    "'ELECT 1 FROM r ...' (also noted in sql/tpch/README.md)"))
+@pytest.mark.parametrize("sql", ["-- c\nSELECT r.a, COUNT(*) FROM r GROUP BY r.a",
+                                 "/* c */ SELECT r.a FROM r"])
+def test_leading_comment_keeps_from_sql(sql):
+    assert spec_of(sql).from_sql.startswith("FROM r")

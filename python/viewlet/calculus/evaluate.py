@@ -19,9 +19,9 @@ Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
   * Cond(p) keeps a binding when p is true (NULL is not true).
   * Value(e) multiplies by e; a NULL value contributes 0 (SUM ignores NULLs).
 Scalars are interpreted from their sqlglot AST with SQL three-valued logic (columns, literals,
-arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, IN (list), BETWEEN, CASE, IF, COALESCE;
-anything else raises NotImplementedError); decimals are computed exactly (as fractions);
-division by zero is NULL.
+DATE 'yyyy-mm-dd', arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, IN (list), BETWEEN,
+CASE, IF, COALESCE; anything else raises NotImplementedError); decimals are computed exactly
+(as fractions); division by zero is NULL.
 
 `run_program(program, relations, batches)` simulates Viewlet's batch semantics (see
 `ProgramSimulator`) and returns the final maps as {map name: {column: {key tuple: value}}}.
@@ -29,6 +29,7 @@ division by zero is NULL.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -256,6 +257,10 @@ def _compile(node: exp.Expression) -> Fn:
             return _and([_cmp_values(v, low(b), lambda p, q: p >= q),
                          _cmp_values(v, high(b), lambda p, q: p <= q)])
         return between
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string \
+            and node.to.this == exp.DataType.Type.DATE:
+        value = date.fromisoformat(node.this.this)      # DATE '1998-09-02'
+        return lambda b: value
     if isinstance(node, exp.Case):
         if node.this is not None:
             subject = _compile(node.this)
