@@ -47,7 +47,11 @@ SHAPES = {
     "count_nullable":
         "SELECT s.c, COUNT(s.b), COUNT(r.a), COUNT(r.a + s.c) FROM r, s WHERE r.b = s.b GROUP BY s.c",
     "avg":
-        "SELECT s.b, AVG(r.a), AVG(r.a * s.c) FROM r JOIN s ON r.b = s.b GROUP BY s.b",
+        "SELECT s.b, AVG(r.a), AVG(r.a * s.c), AVG(r.a - s.c) FROM r JOIN s ON r.b = s.b "
+        "GROUP BY s.b",
+    "cyclic_triangle":
+        "SELECT s.c, COUNT(*) FROM r JOIN s ON r.b = s.b JOIN t ON t.c = s.c AND t.d = r.a "
+        "GROUP BY s.c",
     "constants":
         "SELECT r.a, SUM(2), COUNT(1), SUM(r.b * 3 + 1), SUM(1.5 * r.b) FROM r "
         "WHERE r.a IN (1, 2, 3) OR r.b BETWEEN 2 AND 4 GROUP BY r.a",
