@@ -113,10 +113,6 @@ def test_accepted_forms_still_compile():
 
 # -- front-end bugs: constructs accepted and silently mistranslated ----------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py _group_items only checks Group.args rollup/cube/grouping_sets, which "
-    "sqlglot fills for `GROUP BY a WITH ROLLUP` only; ROLLUP(...), CUBE(...) and GROUPING "
-    "SETS (...) arrive as group expressions and become an assignment g := ROLLUP(r_a)"))
 @pytest.mark.parametrize("sql", [
     "SELECT COUNT(*) FROM r GROUP BY ROLLUP(r.a)",
     "SELECT COUNT(*) FROM r GROUP BY CUBE(r.a, r.b)",
@@ -127,9 +123,6 @@ def test_grouping_sets_are_rejected(sql):
         spec_of(sql)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py _add_join checks side/kind but sqlglot puts NATURAL in Join.args['method']: "
-    "`r NATURAL JOIN s` becomes a cross join (no r.b = s.b)"))
 def test_natural_join_is_rejected_or_joins_on_common_columns():
     try:
         spec = spec_of("SELECT COUNT(*) FROM r NATURAL JOIN s")
@@ -142,9 +135,6 @@ def test_natural_join_is_rejected_or_joins_on_common_columns():
     assert rels["r"].get("b") is not None and rels["r"].get("b") == rels["s"].get("b"), q
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py _aggregate ignores the exp.Filter around an aggregate: "
-    "SUM(r.b) FILTER (WHERE r.a > 1) is translated as SUM(r.b)"))
 def test_aggregate_filter_clause_is_rejected_or_applied():
     from viewlet.calculus.evaluate import evaluate
     try:
@@ -155,25 +145,16 @@ def test_aggregate_filter_clause_is_rejected_or_applied():
     assert evaluate(spec.columns["s0"], relations={"r": rows}) == {(2,): 20}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py accepts an aggregate in WHERE: it becomes a per-row condition "
-    "(SUM(r_b) > 1) over a calculus variable"))
 def test_aggregate_in_where_is_rejected():
     with pytest.raises(ViewletError):
         spec_of("SELECT r.a FROM r WHERE SUM(r.b) > 1")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py accepts nested aggregates: SUM(COUNT(*)) becomes a value term {COUNT(*)}"))
 def test_nested_aggregate_is_rejected():
     with pytest.raises(ViewletError):
         spec_of("SELECT SUM(COUNT(*)) FROM r")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sql/frontend.py _from_sql cuts len('SELECT 1 ') characters off the regenerated query, "
-    "but sqlglot renders a leading comment first ('/* c */ SELECT 1 FROM ...'), leaving "
-    "'ELECT 1 FROM r ...' (also noted in sql/tpch/README.md)"))
 @pytest.mark.parametrize("sql", ["-- c\nSELECT r.a, COUNT(*) FROM r GROUP BY r.a",
                                  "/* c */ SELECT r.a FROM r"])
 def test_leading_comment_keeps_from_sql(sql):

@@ -172,12 +172,12 @@ _DEDUP_BUG = ("duplicate-map elimination ignores relation columns: canonicalize(
 
 
 @pytest.mark.parametrize("sql, depth", [
-    pytest.param(SELF_JOIN_PROJECTIONS, None, marks=pytest.mark.xfail(strict=True, reason=_DEDUP_BUG)),
-    pytest.param(SELF_JOIN_PROJECTIONS, 2, marks=pytest.mark.xfail(strict=True, reason=_DEDUP_BUG)),
+    (SELF_JOIN_PROJECTIONS, None),
+    (SELF_JOIN_PROJECTIONS, 2),
     (SELF_JOIN_PROJECTIONS, 1),
     (SELF_JOIN_PROJECTIONS, 0),
-    pytest.param(SELF_JOIN_3, None, marks=pytest.mark.xfail(strict=True, reason=_DEDUP_BUG)),
-    pytest.param(SELF_JOIN_3, 2, marks=pytest.mark.xfail(strict=True, reason=_DEDUP_BUG)),
+    (SELF_JOIN_3, None),
+    (SELF_JOIN_3, 2),
     (SELF_JOIN_3, 1),
 ])
 def test_self_join_over_different_columns(sql, depth):

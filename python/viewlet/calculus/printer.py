@@ -6,9 +6,9 @@ from .ir import (Add, Const, Cond, DeltaRel, Lift, MapRef, Monomial, Mul, Query,
 
 def show(node) -> str:
     if isinstance(node, Rel):
-        return f"{node.table}({', '.join(node.vars)})"
+        return f"{node.table}({_bindings(node)})"
     if isinstance(node, DeltaRel):
-        return f"d{node.table}({', '.join(node.vars)})"
+        return f"d{node.table}({_bindings(node)})"
     if isinstance(node, MapRef):
         return f"{node.name}[{', '.join(node.vars)}]"
     if isinstance(node, Const):
@@ -31,6 +31,11 @@ def show(node) -> str:
         body = " + ".join(show_monomial(m) for m in node.monomials) or "0"
         return f"Sum[{', '.join(node.group)}]({body})"
     raise TypeError(type(node).__name__)
+
+
+def _bindings(atom) -> str:
+    # Column names matter: r(a: x) and r(b: x) are different queries (self-joins).
+    return ", ".join(f"{c}: {v}" for c, v in zip(atom.columns, atom.vars))
 
 
 def show_monomial(m: Monomial, signed: bool = False) -> str:

@@ -42,6 +42,9 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             continue
         if isinstance(node, (exp.Select, exp.Subquery)):
             fail("a subquery", node, "Nested queries are not supported yet.")
+        if isinstance(node, exp.Filter):
+            fail("FILTER (WHERE ...) on an aggregate", node,
+                 "Use SUM(CASE WHEN ... THEN x END) instead.")
         if isinstance(node, exp.Window):
             fail("a window function (OVER)", node)
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):

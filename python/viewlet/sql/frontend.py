@@ -181,6 +181,10 @@ class _Translator:
         if tree.args.get("where") is not None:
             predicates.append(tree.args["where"].this)
 
+        for pred in predicates:
+            if pred.find(exp.AggFunc):
+                self.fail("an aggregate in WHERE or ON", pred.find(exp.AggFunc),
+                          "Filter on aggregates with HAVING.")
         conds = self._unify(predicates)
         group_items = self._group_items(tree)
         selects = self._expand_star(tree.expressions)
@@ -204,6 +208,8 @@ class _Translator:
 
     def _add_join(self, join: exp.Join, predicates):
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+        if (join.args.get("method") or "").upper() == "NATURAL":
+            self.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
         if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI", "NATURAL"):
             self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
                       "Only inner and cross joins are supported so far.")
@@ -251,7 +257,8 @@ class _Translator:
         group = tree.args.get("group")
         if group is None:
             return []
-        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
+                or any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in group.expressions):
             self.fail("GROUPING SETS / ROLLUP / CUBE", group)
         items = []
         aliases = {s.alias.lower(): s.this for s in tree.expressions if isinstance(s, exp.Alias)}
@@ -347,6 +354,8 @@ class _Translator:
             return agg_by_sql[key]
         if node.find(exp.Distinct):
             self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
+        if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
+            self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
         if isinstance(node, exp.Count):
@@ -429,7 +438,8 @@ def _from_sql(tree: exp.Select) -> str:
     t = tree.copy()
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
-    text = t.sql(dialect="spark")
+    text = t.sql(dialect="spark", comments=False)
+    assert text.startswith("SELECT 1 ")
     return text[len("SELECT 1 "):]
 
 
