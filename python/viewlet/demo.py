@@ -253,6 +253,7 @@ def _spark_session(warehouse: str):
         .config("spark.ui.enabled", "false") \
         .config("spark.ui.showConsoleProgress", "false") \
         .config("spark.sql.shuffle.partitions", "4") \
+        .config("spark.driver.memory", os.environ.get("VIEWLET_DEMO_DRIVER_MEMORY", "2g")) \
         .config("spark.sql.warehouse.dir", os.path.join(warehouse, "spark-warehouse"))
     spark = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -369,7 +370,10 @@ def run(scale: float = 0.01, batches: int = 5, batch_size: int = 1000,
         return _run(spark, paths, queries, batches, batch_size, seed, out)
     finally:
         if spark is not None:
-            spark.stop()
+            try:
+                spark.stop()
+            except Exception:       # e.g. the JVM died: keep the original error visible
+                pass
         if temporary:
             shutil.rmtree(warehouse, ignore_errors=True)
 
