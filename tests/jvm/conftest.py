@@ -19,27 +19,10 @@ def viewlet_jar():
 
 
 @pytest.fixture(scope="module")
-def jvm_spark(viewlet_jar):
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if EXTENSIONS_CLASS in active.conf.get("spark.sql.extensions", ""):
-            yield active  # a shared session that already loads the extension
-            return
-        active.stop()  # static confs (jars, extensions) cannot be added to a running context
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("viewlet-jvm-tests")
-        .config("spark.jars", viewlet_jar)
-        .config("spark.sql.extensions", EXTENSIONS_CLASS)
-        .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+def jvm_spark(spark, viewlet_jar):
+    """The run's one shared session (tests/conftest.py), which loads the extension."""
+    assert EXTENSIONS_CLASS in spark.conf.get("spark.sql.extensions", "")
     yield spark
-    spark.stop()
 
 
 def bridge(spark):
