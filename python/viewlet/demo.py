@@ -99,9 +99,8 @@ def _query_order(name: str):
 def load_query(name: str, directory: Optional[Path] = None) -> str:
     """The SELECT of ``<name>.sql`` as one line, comments removed.
 
-    The header comments are documentation for readers of the file; they are removed (rather
-    than handed to CREATE INCREMENTAL VIEW) because a comment in front of the SELECT breaks
-    the creation of a view with aggregates (see the note in ``sql/tpch/README.md``)."""
+    The header comments are documentation for readers of the file; without them the view's
+    stored query (SHOW, EXPLAIN INCREMENTAL VIEW) is the bare SELECT."""
     from .ddl import strip_comments
 
     where, texts = _definitions(directory)
