@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+
+import pyarrow.compute as pc
 import re
 import time
 import uuid
@@ -161,11 +163,17 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                     state_frame = frame
         parts[RESULT_PART] = _initial_result(ctx, compiled, layout, agg_types, state_frame,
                                              maps_json, sql, frames, location_of)
-        collected = collect_parts(parts)      # the initial load is one Spark job
-        for part, data in collected.items():
+        # One job per map: maps can be as large as the base tables, and one packed collect
+        # of all of them (fine for a batch's small deltas) would hold every map at once.
+        result_rows = 0
+        for part, frame in parts.items():
+            data = frame_arrow(frame)
             path = ctx.layout.result_table(view_id) if part == RESULT_PART \
                 else ctx.layout.map_table(view_id, part)
             ctx.store.create(path, data, txn=(f"viewlet:{view_id}", 0))
+            if part == RESULT_PART:
+                result_rows = data.num_rows
+            del data
         stats = {"seconds": {"create": time.perf_counter() - t_start}}
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
         entry = Entry(view_id, "view", name, view_dir, {
@@ -178,7 +186,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         raise
     ctx.remember(entry, compiled)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
-            "rows": collected[RESULT_PART].num_rows, "seconds": round(time.perf_counter() - t_start, 3)}
+            "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
 
 
 def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:
@@ -344,7 +352,9 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
-    stats["result_rows_changed"] = 0 if result is None else result.num_rows
+    # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
+    stats["result_rows_changed"] = 0 if result is None else \
+        pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge"] = time.perf_counter() - t0
     return stats
