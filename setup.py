@@ -35,7 +35,18 @@ class build_py(_build_py):
             return  # editable installs build on demand from jvm-ext/
         target = Path(self.build_lib) / "viewlet" / "jvm"
         self._ship_sources(target / "src")
+        self._ship_examples(Path(self.build_lib) / "viewlet" / "examples")
         self._build_jar(target)
+
+    def _ship_examples(self, dest: Path) -> None:
+        """The repository's sql/ view definitions, for the demo of an installed package."""
+        source = Path(__file__).resolve().parent / "sql"
+        if dest.exists():
+            shutil.rmtree(dest)
+        for f in source.rglob("*.sql"):
+            out = dest / f.relative_to(source)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, out)
 
     def _ship_sources(self, dest: Path) -> None:
         builder = _load_jar_builder()

@@ -43,17 +43,6 @@ def test_view_definitions_load():
         assert "ORDER BY" not in query.upper() and "LIMIT" not in query.upper()
 
 
-def test_embedded_copy_matches_sql_files(monkeypatch):
-    """viewlet/demo_sql.py (for installed packages) must be regenerated when a view changes:
-    PYTHONPATH=python python -c "import viewlet.demo as d; d.write_embedded_sql()"."""
-    from viewlet.demo_sql import QUERIES
-    files = {p.stem: p.read_text() for p in (ROOT / "sql" / "tpch").glob("*.sql")}
-    assert QUERIES == files
-    monkeypatch.setattr(demo, "sql_dir", lambda: None)
-    assert demo.available_views() == sorted(files, key=lambda n: int(n[1:]))
-    assert demo.load_query("q3") == demo.load_query("q3", ROOT / "sql" / "tpch")
-
-
 def test_compare_rows():
     rows = [("A", Decimal("1.50"), 3, 0.1 + 0.2), ("B", Decimal("2"), 1, 1.0)]
     same = [("B", Decimal("2.00"), 1, 1.0), ("A", Decimal("1.5"), 3, 0.3)]
