@@ -1,7 +1,6 @@
 """The repository's TPC-H views (sql/tpch/*.sql) compiled and checked like test_randomized:
 random batches over tiny TPC-H-shaped tables whose values straddle the queries' constants."""
 import os
-import random
 import re
 from datetime import date
 from decimal import Decimal

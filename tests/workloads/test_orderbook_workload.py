@@ -1,4 +1,3 @@
-from decimal import Decimal
 
 import duckdb
 import pyarrow as pa

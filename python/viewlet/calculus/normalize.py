@@ -16,7 +16,6 @@ from sqlglot import exp
 
 from .ir import (Add, Atom, Const, Cond, DeltaRel, Expr, Lift, MapRef, Monomial, Mul, Query, Rel,
                  Sum, Value)
-from .scalar import Scalar
 
 _fresh = itertools.count()
 

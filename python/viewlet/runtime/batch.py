@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 
 from ..calculus.ir import DeltaRel, Rel
 from ..compiler.program import VALUE, Program
-from ..spark.io import arrow_frame, frame_arrow, read_table
+from ..spark.io import arrow_frame, read_table
 from ..spark.lower import MULT, AtomSource, SqlBuilder, lower_query, q
 from .manifest import BatchRecord
 

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
-from ..spark.io import arrow_frame, frame_arrow, read_table
+from ..spark.io import frame_arrow, read_table
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN

@@ -8,7 +8,7 @@ the value terms, summed per group. Monomials are combined with UNION ALL and sum
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence
 
 from pyspark.sql import DataFrame
 

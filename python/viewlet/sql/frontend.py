@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..calculus.ir import Cond, Lift, Monomial, Mul, Query, Rel, Value
+from ..calculus.ir import Cond, Lift, Mul, Query, Rel, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError

@@ -23,7 +23,6 @@ def _dl():
 
 
 def _commit(txn: Optional[Txn], metadata: Optional[Dict[str, str]]):
-    dl = _dl()
     from deltalake.transaction import CommitProperties, Transaction
     apps = [Transaction(txn[0], int(txn[1]))] if txn else None
     return CommitProperties(app_transactions=apps, custom_metadata=metadata or None)
