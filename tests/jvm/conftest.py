@@ -20,7 +20,7 @@ def viewlet_jar():
 
 @pytest.fixture(scope="module")
 def jvm_spark(spark, viewlet_jar):
-    """The run's one shared session (tests/conftest.py), which loads the extension."""
+    """The run's one shared session (the root conftest.py), which loads the extension."""
     assert EXTENSIONS_CLASS in spark.conf.get("spark.sql.extensions", "")
     yield spark
 

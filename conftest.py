@@ -1,4 +1,4 @@
-"""Shared fixtures: one Spark session per test run, configured with Viewlet's extension."""
+"""Shared fixtures for tests/ and integration/: one Spark session per run, with Viewlet."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.abspath(__file__))
 # Tests run the source tree (its jar is built on demand into a cache); the installed
 # package (scripts/setup.sh) is what the demo and the CLI use.
 if os.path.join(ROOT, "python") not in sys.path:
