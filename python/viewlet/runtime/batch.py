@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame
 
 from ..calculus.ir import DeltaRel, Rel
 from ..compiler.program import VALUE, Program
-from ..spark.io import arrow_frame, read_table
-from ..spark.lower import MULT, AtomSource, SqlBuilder, lower_query, q
+from ..spark.io import arrow_frame, read_table, union_all
+from ..spark.lower import MULT, AtomSource, SqlBuilder, monomial_select, q
 from .manifest import BatchRecord
 
 
@@ -71,11 +71,11 @@ class BatchSources(AtomSource):
         if key not in self._frames:
             self._frames[key] = read_table(self.ctx.spark, self.ctx.store, self.view.map_path(name),
                                            self.record.map_versions[name])
-        frames = [self._frames[key]] + self.pending.get(name, [])
-        out = frames[0]
-        for f in frames[1:]:
-            out = out.unionByName(f)
-        return out
+        pending = self.pending.get(name, [])
+        view_key = ("map+pending", name, len(pending))
+        if view_key not in self._frames:   # one object per state: SqlBuilder dedups by identity
+            self._frames[view_key] = union_all([self._frames[key]] + pending)
+        return self._frames[view_key]
 
     def map_value(self, name):
         return VALUE
@@ -133,24 +133,33 @@ def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]
 
 
 def _fused_delta(view, target: str, stmts, sources: BatchSources) -> DataFrame:
-    """All statements of one trigger that write the same map, fused into one delta."""
-    spark = view.ctx.spark
+    """All statements of one trigger that write the same map, fused into one delta.
+
+    Monomials that join the same atoms under the same conditions (typical: one statement per
+    aggregate column) share one SELECT with a column per statement, so Spark plans and scans
+    each join once instead of once per aggregate."""
     mschema = view.map_schema(target)
-    keys = mschema.keys
-    parts = []
+    sb = SqlBuilder()              # shared: the same frame gets the same parameter name
+    blocks: List[tuple] = []       # (key expressions, body, {value column: product})
+    open_block: Dict[tuple, Dict[str, str]] = {}
     for s in stmts:
-        sb = SqlBuilder()
-        sql = lower_query(s.rhs, sources, sb, keys, s.column, aggregate=False)
-        df = spark.sql(sql, **sb.params)
-        cols = [f"{q(k)}" for k in keys] + [
-            (q(c) if c == s.column else f"CAST(0 AS {t}) AS {q(c)}") for c, t in mschema.values.items()]
-        parts.append(df.selectExpr(*cols))
-    union = parts[0]
-    for p in parts[1:]:
-        union = union.unionByName(p)
+        for mono in s.rhs.monomials:
+            sel = monomial_select(mono, s.rhs.group, sources, sb)
+            products = open_block.get((sel.keys, sel.body))
+            if products is None or s.column in products:
+                products = {}
+                blocks.append((sel.keys, sel.body, products))
+                open_block[(sel.keys, sel.body)] = products
+            products[s.column] = sel.product
+    selects = []
+    for key_exprs, body, products in blocks:
+        cols = [f"{k} AS {q(o)}" for k, o in zip(key_exprs, mschema.keys)]
+        cols += [f"{products[c]} AS {q(c)}" if c in products else f"CAST(0 AS {t}) AS {q(c)}"
+                 for c, t in mschema.values.items()]
+        selects.append(f"SELECT {', '.join(cols)} {body}")
     # Left lazy and unaggregated: Spark plans it into the batch's single job (and into later
     # triggers' reads, which are linear in the map, so duplicate keys are harmless).
-    return union
+    return view.ctx.spark.sql(" UNION ALL ".join(f"({x})" for x in selects), **sb.params)
 
 
 def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:

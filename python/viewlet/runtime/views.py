@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
-from ..spark.io import frame_arrow, read_table
+from ..spark.io import frame_arrow, read_table, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
@@ -244,9 +244,7 @@ def _initial_map(ctx, m, source):
         cols = [q(k) for k in keys] + [q(c) if c == col else f"CAST(0 AS {t}) AS {q(c)}"
                                        for c, t in values.items()]
         parts.append(df.selectExpr(*cols))
-    union = parts[0]
-    for p in parts[1:]:
-        union = union.unionByName(p)
+    union = union_all(parts)
     zero = COUNT_COLUMN if COUNT_COLUMN in values else VALUE
     total = sum_by_keys(union, keys, values)
     return schema, total.where(f"{q(zero)} <> 0")
@@ -326,10 +324,7 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     totals: Dict[str, DataFrame] = {}
     for name, pieces in pending.items():
         schema = view.map_schema(name)
-        union = pieces[0]
-        for p in pieces[1:]:
-            union = union.unionByName(p)
-        totals[name] = sum_by_keys(union, schema.keys, schema.values)
+        totals[name] = sum_by_keys(union_all(pieces), schema.keys, schema.values)
     parts = dict(totals)
     if state_name in totals:
         parts[RESULT_PART] = _result_source(view, record, totals[state_name])

@@ -1,7 +1,7 @@
 """Moving data between Delta (through the TableStore) and Spark DataFrames."""
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +48,14 @@ def arrow_frame(spark: SparkSession, table: pa.Table, schema: Optional[StructTyp
         return spark.createDataFrame([], schema or spark_schema(table.schema))
     df = spark.createDataFrame(table)
     return df
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """UNION ALL by column name of one or more DataFrames."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
 
 
 def frame_arrow(df: DataFrame) -> pa.Table:

@@ -47,8 +47,28 @@ class AtomSource:
     def map_value(self, name: str) -> str: ...
 
 
+@dataclass(frozen=True)
+class MonomialSelect:
+    """A monomial as SQL pieces: key expressions, the multiplicity and the FROM/WHERE clause.
+    Monomials with the same keys and body differ only in their products, so several of them
+    (statements writing different value columns of one map) can share one SELECT."""
+
+    keys: tuple
+    product: str
+    body: str
+
+    def sql(self, out_keys: Sequence[str], out_value: str) -> str:
+        keys = [f"{k} AS {q(o)}" for k, o in zip(self.keys, out_keys)]
+        return f"SELECT {', '.join(keys + [f'{self.product} AS {q(out_value)}'])} {self.body}"
+
+
 def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
                    out_keys: Sequence[str], out_value: str) -> str:
+    return monomial_select(mono, group, source, sb).sql(out_keys, out_value)
+
+
+def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource,
+                    sb: SqlBuilder) -> MonomialSelect:
     froms: List[str] = []
     where: List[str] = []
     mults: List[str] = []
@@ -108,11 +128,10 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
     if not froms:
         froms.append("(SELECT 1) AS unit")
     product = " * ".join(mults) if mults else "1"
-    keys = [f"{binding[v]} AS {q(k)}" for v, k in zip(group, out_keys)]
-    sql = f"SELECT {', '.join(keys + [f'{product} AS {q(out_value)}'])} FROM {', '.join(froms)}"
+    body = f"FROM {', '.join(froms)}"
     if where:
-        sql += " WHERE " + " AND ".join(where)
-    return sql
+        body += " WHERE " + " AND ".join(where)
+    return MonomialSelect(tuple(binding[v] for v in group), product, body)
 
 
 def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
