@@ -21,6 +21,7 @@ from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
 from .batch import relation_columns, run_triggers, sum_by_keys
+from . import faults
 from .catalog import Entry
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, result_layout)
@@ -301,11 +302,15 @@ def refresh_view(ctx, name: str) -> Dict:
                 "status": f"recovered batch {recovered}" if recovered else "up to date"}
     map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
     map_versions["__result"] = ctx.store.version(view.result_path)
-    manifest.plan(last.batch + 1, ranges, map_versions)
+    if not manifest.plan(last.batch + 1, ranges, map_versions):
+        # Another refresher planned this batch first: join it (a re-run is idempotent).
+        return refresh_view(ctx, name)
+    faults.point("batch.planned")
     record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
     stats = apply_batch(view, record)
     stats["seconds"]["total"] = time.perf_counter() - t0
     manifest.commit(record, stats)
+    faults.point("batch.committed")
     return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
             "rows_changed": stats.get("result_rows_changed", 0),
             "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
@@ -334,6 +339,7 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     if state_name in totals:
         parts[RESULT_PART] = _result_source(view, record, totals[state_name])
     collected = collect_parts(parts)          # the batch's one Spark job
+    faults.point("batch.computed")
     stats["seconds"]["compute"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
@@ -348,10 +354,12 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
         if total.num_rows and not _committed(ctx, path, txn):
             ctx.store.merge_add(path, total, schema.keys, list(schema.values), zero, txn=txn,
                                 metadata=meta)
+            faults.point("batch.map_merged")
     result = collected.get(RESULT_PART)
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
     stats["result_rows_changed"] = 0 if result is None else \
         pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
@@ -408,6 +416,7 @@ def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
     data = frame_arrow(df)
     ctx.store.overwrite(view.result_path, data, txn=txn,
                         metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+    faults.point("batch.result_merged")
     stats["result_rows_changed"] = data.num_rows
     stats["seconds"]["recompute"] = time.perf_counter() - t0
 

@@ -61,6 +61,14 @@ class TableStore(ABC):
                metadata: Optional[Dict[str, str]] = None) -> None: ...
 
     @abstractmethod
+    def append_once(self, path: str, data: pa.Table, txn: Txn,
+                    metadata: Optional[Dict[str, str]] = None,
+                    read_version: Optional[int] = None) -> bool:
+        """Append unless the table already holds `txn` (then False). Of two concurrent
+        writers of the same txn app id one commits and the other raises ConcurrentUpdate;
+        `read_version` makes the write conflict with any such commit after that version."""
+
+    @abstractmethod
     def overwrite(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> None: ...
 
@@ -68,7 +76,9 @@ class TableStore(ABC):
     def merge_add(self, path: str, source: pa.Table, keys: Sequence[str],
                   values: Sequence[str], zero_column: str, txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> Dict:
-        """Add source values to target rows with equal keys (NULL keys equal); insert new
+        """Skipped when the table already holds `txn`; a concurrent commit of the same txn
+        raises ConcurrentUpdate.
+        Add source values to target rows with equal keys (NULL keys equal); insert new
         keys; delete rows whose `zero_column` becomes 0."""
 
     @abstractmethod
