@@ -80,5 +80,13 @@ class Catalog:
                 raise taken from None
             raise
 
+    def replace(self, old: Entry, new: Entry) -> None:
+        """Swap an entry in one Delta commit (readers see the old entry or the new one);
+        new may keep old's id (a spec update) or bring its own (a rebuilt view)."""
+        rows = [dict(old.to_row(), op="del"), dict(new.to_row(), op="ins")]
+        schema = _SCHEMA.append(pa.field("op", pa.string()))
+        self.store.merge_replace(self.layout.catalog, pa.Table.from_pylist(rows, schema=schema),
+                                 ["id"], "op")
+
     def remove(self, entry_id: str) -> None:
         self.store.delete_where_equal(self.layout.catalog, "id", entry_id)

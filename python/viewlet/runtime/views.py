@@ -21,7 +21,7 @@ from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
 from .batch import relation_columns, run_triggers, sum_by_keys
-from . import faults
+from . import drift, faults
 from .catalog import Entry
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, result_layout)
@@ -128,10 +128,12 @@ class _Draft:
 
 # -- CREATE ------------------------------------------------------------------------------
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
-                if_not_exists: bool = False) -> Dict:
+                if_not_exists: bool = False, replacing: Optional[Entry] = None,
+                options: Optional[Dict] = None) -> Dict:
+    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry."""
     validate_name(name)
     t_start = time.perf_counter()
-    if ctx.catalog.find(name) is not None:
+    if replacing is None and ctx.catalog.find(name) is not None:
         if if_not_exists:
             return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
         raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
@@ -180,8 +182,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
+            "table_ids": drift.table_ids(ctx, compiled.spec), **(options or {}),
         })
-        ctx.catalog.add(entry)
+        ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
         ctx.store.drop(view_dir)
         raise
@@ -274,7 +277,9 @@ def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
 
 
 # -- REFRESH -----------------------------------------------------------------------------
-def refresh_view(ctx, name: str) -> Dict:
+def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
+    """One batch over every base commit since the watermark (at most `max_commits` commits
+    per table when given: continuous mode's back-pressure)."""
     view = ctx.load(name)
     t0 = time.perf_counter()
     manifest = view.manifest
@@ -287,15 +292,7 @@ def refresh_view(ctx, name: str) -> Dict:
         manifest.commit(latest, stats)
         recovered = latest.batch
     last = manifest.last_committed()
-    ranges = {}
-    for rel, table in view.compiled.spec.tables.items():
-        wm = last.watermarks[rel]
-        current = ctx.store.version(table.id)
-        if current < wm:
-            raise ViewletError(f"{table.display} is at version {current}, older than the view's "
-                               f"watermark {wm}: the table was replaced. Rebuild the view "
-                               "(DROP and CREATE it again).")
-        ranges[rel] = (wm, current)
+    ranges = drift.batch_ranges(view, last.watermarks, max_commits)
     if all(a == b for a, b in ranges.values()):
         return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
                 "seconds": round(time.perf_counter() - t0, 3),
@@ -304,7 +301,7 @@ def refresh_view(ctx, name: str) -> Dict:
     map_versions["__result"] = ctx.store.version(view.result_path)
     if not manifest.plan(last.batch + 1, ranges, map_versions):
         # Another refresher planned this batch first: join it (a re-run is idempotent).
-        return refresh_view(ctx, name)
+        return refresh_view(ctx, name, max_commits)
     faults.point("batch.planned")
     record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
     stats = apply_batch(view, record)

@@ -41,6 +41,10 @@ class TableStore(ABC):
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table: ...
 
     @abstractmethod
+    def table_id(self, path: str, version: Optional[int] = None) -> str:
+        """The Delta table's metadata id (a table recreated at the same path gets a new one)."""
+
+    @abstractmethod
     def change_feed_enabled(self, path: str) -> bool: ...
 
     @abstractmethod

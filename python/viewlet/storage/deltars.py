@@ -111,6 +111,9 @@ class DeltaRsStore(TableStore):
         reader = QueryBuilder().register("t", self._table(path, version)).execute("SELECT * FROM t")
         return plain_types(pa.table(reader.read_all()))
 
+    def table_id(self, path: str, version: Optional[int] = None) -> str:
+        return self._table(path, version).metadata().id
+
     def change_feed_enabled(self, path: str) -> bool:
         conf = self._table(path).metadata().configuration
         return str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true"
