@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from ..errors import ConcurrentUpdate
 from ..storage.base import TableStore
 
 _SCHEMA = pa.schema([
@@ -52,7 +53,10 @@ class Manifest:
                "at": dt.datetime.now(dt.timezone.utc)}
         data = pa.Table.from_pylist([row], schema=_SCHEMA)
         if once:
-            return self.store.append_once(self.path, data, (once, rec.batch))
+            try:
+                return self.store.append_once(self.path, data, (once, rec.batch))
+            except ConcurrentUpdate:    # the same txn committed concurrently: the other won
+                return False
         (self.store.create if create else self.store.append)(self.path, data)
         return True
 
