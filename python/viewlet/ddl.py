@@ -30,6 +30,7 @@ OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
     "alter": [("view", "string"), ("refresh", "string"), ("status", "string")],
 }
 
+_RESERVED = {"AS", "WITH", "IF", "FULL", "SET"}     # write `as` to name a view so
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|('(?:[^']|'')*')|(\S))")
 
 
@@ -85,7 +86,7 @@ class _Tokens:
             raise ViewletParseError(f"Expected a view name at position {start}.", start)
         if tok.startswith("`"):
             return tok[1:-1].replace("``", "`")
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", tok):
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", tok) or tok.upper() in _RESERVED:
             raise ViewletParseError(f"Expected a view name but found '{tok}' at position {start}.", start)
         return tok
 

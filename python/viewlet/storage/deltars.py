@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 from typing import Dict, Optional, Sequence
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
@@ -101,7 +101,8 @@ class DeltaRsStore(TableStore):
                 f"The Delta table at {path} uses {sorted(features & _UNREADABLE_FEATURES) or ['column mapping']}, "
                 "which Viewlet cannot read yet. Rewrite it without deletion vectors or column mapping.")
         schema = pa.schema(dt.schema().to_arrow())
-        return Snapshot(path, dt.version(), tuple(dt.file_uris()), schema,
+        # file_uris() are percent-encoded; Spark (Hadoop Path) wants them decoded.
+        return Snapshot(path, dt.version(), tuple(unquote(u) for u in dt.file_uris()), schema,
                         tuple(dt.metadata().partition_columns))
 
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
