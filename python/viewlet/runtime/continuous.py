@@ -59,6 +59,7 @@ class ContinuousRefresh:
             else:
                 self.ctx.load(name)                       # fails clearly for an unknown view
                 self._explicit[name.lower()] = every
+                self.status.pop(name.lower(), None)     # due now, batches counted afresh
                 self._excluded.discard(name.lower())
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
@@ -147,11 +148,13 @@ class ContinuousRefresh:
         try:
             result = views.refresh_view(self.ctx, name, self.max_commits)
         except Exception as e:  # noqa: BLE001 - recorded, shown by SHOW/DESCRIBE, retried
-            st.failures += 1
             message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
-            st.last_error = f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}: {message}"
-            backoff = min(MAX_BACKOFF, st.every * 2 ** st.failures)
-            st.due = time.monotonic() + backoff
+            with self._cv:
+                st.failures += 1
+                st.last_error = f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}: {message}"
+                backoff = min(MAX_BACKOFF, st.every * 2 ** st.failures)
+                st.due = time.monotonic() + backoff
+                self._cv.notify_all()
             log.warning("Continuous refresh of %s failed (retry in %.0f s): %s", name, backoff, message)
             return
         with self._cv:

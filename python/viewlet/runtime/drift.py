@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 from ..errors import ViewletError
 from ..spark.io import spark_schema
 
-FULL = "REFRESH INCREMENTAL VIEW {view} FULL rebuilds the view from the tables' current data"
+FULL = "REFRESH INCREMENTAL VIEW {view} FULL (rebuilds the view from the tables' current data)"
 
 
 class BaseTableChanged(ViewletError):
@@ -80,8 +80,8 @@ def _check_columns(view, rel, table, where, full):
         low = col.lower()
         if low not in live:
             raise BaseTableChanged(
-                f"{where} no longer has column {col}, which the view reads. {full} after "
-                f"changing the view's query (DROP and CREATE it) to not use {col}.")
+                f"{where} no longer has column {col}, which the view reads. DROP the view and "
+                f"CREATE it with a query that does not use {col}.")
         if live[low] != recorded.get(low, live[low]):
             raise BaseTableChanged(
                 f"{where} changed the type of column {col} from {recorded[low]} to {live[low]}. "
