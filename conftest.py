@@ -18,7 +18,10 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
     import viewlet
     warehouse = str(tmp_path_factory.mktemp("warehouse"))
-    builder = SparkSession.builder.master("local[2]").appName("viewlet-tests") \
+    # VIEWLET_TEST_MASTER=local-cluster[2,1,1024] runs executors in separate JVMs
+    # (tests/ops/test_local_cluster.py); SPARK_HOME must then point at the pyspark package.
+    builder = SparkSession.builder.master(os.environ.get("VIEWLET_TEST_MASTER", "local[2]")) \
+        .appName("viewlet-tests") \
         .config("spark.ui.enabled", "false") \
         .config("spark.sql.shuffle.partitions", "2") \
         .config("spark.driver.memory", "2g")

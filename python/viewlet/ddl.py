@@ -2,7 +2,8 @@
 
   CREATE [OR REPLACE] INCREMENTAL VIEW [IF NOT EXISTS] name [WITH (option = value, ...)] AS query
   DROP INCREMENTAL VIEW [IF EXISTS] name
-  REFRESH INCREMENTAL VIEW name
+  REFRESH INCREMENTAL VIEW name [FULL]
+  ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
   SHOW INCREMENTAL VIEWS
   DESCRIBE | DESC INCREMENTAL VIEW name
   EXPLAIN INCREMENTAL VIEW name
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ViewletParseError
+from .runtime.schedule import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
     "create": [("view", "string"), ("status", "string"), ("maps", "int"), ("rows", "bigint"),
@@ -22,11 +24,13 @@ OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
     "refresh": [("view", "string"), ("batch", "bigint"), ("changes", "bigint"),
                 ("rows_changed", "bigint"), ("seconds", "double"), ("status", "string")],
     "show": [("view", "string"), ("depth", "string"), ("tables", "string"), ("batch", "bigint"),
-             ("query", "string")],
+             ("query", "string"), ("refresh", "string"), ("last_error", "string")],
     "describe": [("section", "string"), ("name", "string"), ("value", "string")],
     "explain": [("plan", "string")],
+    "alter": [("view", "string"), ("refresh", "string"), ("status", "string")],
 }
 
+_RESERVED = {"AS", "WITH", "IF", "FULL", "SET"}     # write `as` to name a view so
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|('(?:[^']|'')*')|(\S))")
 
 
@@ -82,7 +86,7 @@ class _Tokens:
             raise ViewletParseError(f"Expected a view name at position {start}.", start)
         if tok.startswith("`"):
             return tok[1:-1].replace("``", "`")
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", tok):
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", tok) or tok.upper() in _RESERVED:
             raise ViewletParseError(f"Expected a view name but found '{tok}' at position {start}.", start)
         return tok
 
@@ -125,7 +129,7 @@ def parse(text: str) -> Statement:
         t.end()
         return Statement("show")
     kinds = {"DROP": "drop", "REFRESH": "refresh", "DESCRIBE": "describe", "DESC": "describe",
-             "EXPLAIN": "explain"}
+             "EXPLAIN": "explain", "ALTER": "alter"}
     if verb not in kinds:
         raise ViewletParseError(f"Not a Viewlet statement: it starts with '{tok}'.", start)
     st = Statement(kinds[verb])
@@ -133,8 +137,29 @@ def parse(text: str) -> Statement:
     if st.kind == "drop":
         st.if_exists = t.accept("IF", "EXISTS")
     st.name = t.name()
+    if st.kind == "refresh" and t.accept("FULL"):
+        st.options["full"] = True
+    elif st.kind == "alter":
+        t.expect("SET", "REFRESH")
+        if t.accept("MANUAL"):
+            st.options["refresh"] = None
+        else:
+            t.expect("EVERY")
+            value, vstart = t.next()
+            if value is None or not value.startswith("'"):
+                found = "end of statement" if value is None else f"'{value}'"
+                raise ViewletParseError(f"Expected an interval such as '10 seconds' after EVERY but "
+                                        f"found {found} at position {vstart}.", vstart)
+            st.options["refresh"] = _interval(value[1:-1].replace("''", "'"), vstart)
     t.end()
     return st
+
+
+def _interval(text: str, pos: int) -> float:
+    try:
+        return parse_interval(text)
+    except ValueError as e:
+        raise ViewletParseError(f"{e} (position {pos}).", pos) from None
 
 
 def _options(t: _Tokens) -> Dict[str, object]:
@@ -165,4 +190,7 @@ def _option_value(key: str, value: str, pos: int):
             return int(raw)
         raise ViewletParseError(f"depth must be a number (0 = recompute, 1 = first-order IVM) or "
                                 f"unlimited, not '{raw}' (position {pos}).", pos)
-    raise ViewletParseError(f"Unknown view option '{key}' at position {pos}. Known options: depth.", pos)
+    if key == "refresh":
+        return None if raw.lower() == "manual" else _interval(raw, pos)
+    raise ViewletParseError(f"Unknown view option '{key}' at position {pos}. Known options: depth, "
+                            "refresh.", pos)

@@ -54,3 +54,9 @@ class ChangeFeedError(ViewletError):
 
 class NotEnabledError(ViewletError):
     kind = "not_enabled"
+
+
+class ConcurrentUpdate(ViewletError):
+    """Another writer committed to the same Viewlet table first (Delta's conflict check)."""
+
+    kind = "conflict"

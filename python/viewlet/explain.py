@@ -6,6 +6,7 @@ from typing import List, Tuple
 
 from .calculus.printer import show
 from .compiler.program import Program
+from .errors import ViewletError
 
 
 def depth_text(depth) -> str:
@@ -62,7 +63,10 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     records = view.manifest.records()
     last = [r for r in records if r.phase == "committed"][-1]
     for rel, table in view.compiled.spec.tables.items():
-        current = ctx.store.version(table.id)
+        try:
+            current = ctx.store.version(table.id)
+        except ViewletError as e:       # a dropped table: DESCRIBE still works
+            current = f"unreadable ({e.message})"
         rows.append(("table", table.display,
                      f"watermark version {last.watermarks[rel]}, table at version {current}, "
                      f"location {table.id}"))

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 
 import pyarrow as pa
 
+from ..errors import ConcurrentUpdate, ViewAlreadyExists
 from ..storage.base import TableStore
 from .layout import WarehouseLayout
 
@@ -35,11 +36,11 @@ class Catalog:
         self.store = store
         self.layout = layout
 
-    def _entries(self) -> List[Entry]:
+    def _entries(self, version: Optional[int] = None) -> List[Entry]:
         path = self.layout.catalog
-        if not self.store.exists(path):
+        if version is None and not self.store.exists(path):
             return []
-        rows = self.store.read_arrow(path).to_pylist()
+        rows = self.store.read_arrow(path, version).to_pylist()
         return [Entry(r["id"], r["kind"], r["name"], r["location"], json.loads(r["spec"])) for r in rows]
 
     def entries(self, kind: Optional[str] = None) -> List[Entry]:
@@ -54,11 +55,38 @@ class Catalog:
         return None
 
     def add(self, entry: Entry) -> None:
+        """Add an entry whose name is free. Every entry commit carries the Delta transaction
+        app id `viewlet-name:<name>` and is checked against the snapshot it read the names
+        from, so of two processes adding the same name at once exactly one succeeds."""
         data = pa.Table.from_pylist([entry.to_row()], schema=_SCHEMA)
-        if self.store.exists(self.layout.catalog):
-            self.store.append(self.layout.catalog, data)
-        else:
-            self.store.create(self.layout.catalog, data)
+        path = self.layout.catalog
+        app = f"viewlet-name:{entry.name.lower()}"
+        if not self.store.exists(path):
+            try:
+                self.store.create(path, data, txn=(app, 1))
+                return
+            except Exception:  # noqa: BLE001 - created concurrently: take the append path
+                if not self.store.exists(path):
+                    raise
+        version = self.store.version(path)
+        taken = ViewAlreadyExists(f"'{entry.name}' already exists in the Viewlet catalog. Drop "
+                                  "it first, or choose another name.")
+        if any(e.name.lower() == entry.name.lower() for e in self._entries(version)):
+            raise taken
+        try:
+            self.store.append_once(path, data, (app, version + 1), read_version=version)
+        except ConcurrentUpdate:
+            if self.find(entry.name) is not None:
+                raise taken from None
+            raise
+
+    def replace(self, old: Entry, new: Entry) -> None:
+        """Swap an entry in one Delta commit (readers see the old entry or the new one);
+        new may keep old's id (a spec update) or bring its own (a rebuilt view)."""
+        rows = [dict(old.to_row(), op="del"), dict(new.to_row(), op="ins")]
+        schema = _SCHEMA.append(pa.field("op", pa.string()))
+        self.store.merge_replace(self.layout.catalog, pa.Table.from_pylist(rows, schema=schema),
+                                 ["id"], "op")
 
     def remove(self, entry_id: str) -> None:
         self.store.delete_where_equal(self.layout.catalog, "id", entry_id)

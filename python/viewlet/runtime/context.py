@@ -30,6 +30,7 @@ class Viewlet:
         self.catalog = Catalog(self.store, self.layout)
         self.auto_enable_change_feed = auto_enable_change_feed
         self._compiled: Dict[str, CompiledView] = {}
+        self._continuous = None
 
     @property
     def warehouse(self) -> str:
@@ -45,8 +46,29 @@ class Viewlet:
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
         return views.create_view(self, name, sql, depth, if_not_exists)
 
-    def refresh(self, name: str) -> Dict:
-        return views.refresh_view(self, name)
+    def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
+        if full:
+            from .rebuild import rebuild_view
+            return rebuild_view(self, name)
+        return views.refresh_view(self, name, max_commits)
+
+    # -- continuous mode (runtime/continuous.py) -------------------------------------------
+    @property
+    def continuous(self):
+        if self._continuous is None:
+            from .continuous import ContinuousRefresh
+            self._continuous = ContinuousRefresh(self)
+        return self._continuous
+
+    def start(self, name: Optional[str] = None, every: Optional[float] = None,
+              max_commits: Optional[int] = None):
+        """Refresh `name` (None: every view with a refresh interval) in the background."""
+        self.continuous.start(name, every, max_commits)
+
+    def stop(self, name: Optional[str] = None, timeout: Optional[float] = None):
+        """Stop background refreshes (None: all; waits for the batch in flight)."""
+        if self._continuous is not None:
+            self._continuous.stop(name, timeout)
 
     def drop_view(self, name: str, if_exists: bool = False) -> Dict:
         return views.drop_view(self, name, if_exists)

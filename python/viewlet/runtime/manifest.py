@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from ..errors import ConcurrentUpdate
 from ..storage.base import TableStore
 
 _SCHEMA = pa.schema([
@@ -21,6 +22,8 @@ _SCHEMA = pa.schema([
     ("map_versions", pa.string()), ("stats", pa.string()), ("at", pa.timestamp("us", tz="UTC")),
 ])
 
+PLAN_TXN = "viewlet-plan"
+COMMIT_TXN = "viewlet-commit"
 Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
 
 
@@ -43,13 +46,19 @@ class Manifest:
         self.store = store
         self.path = path
 
-    def _append(self, rec: BatchRecord, create: bool = False):
+    def _append(self, rec: BatchRecord, create: bool = False, once: Optional[str] = None) -> bool:
         row = {"batch": rec.batch, "phase": rec.phase,
                "ranges": json.dumps({k: list(v) for k, v in rec.ranges.items()}),
                "map_versions": json.dumps(rec.map_versions), "stats": json.dumps(rec.stats),
                "at": dt.datetime.now(dt.timezone.utc)}
         data = pa.Table.from_pylist([row], schema=_SCHEMA)
+        if once:
+            try:
+                return self.store.append_once(self.path, data, (once, rec.batch))
+            except ConcurrentUpdate:    # the same txn committed concurrently: the other won
+                return False
         (self.store.create if create else self.store.append)(self.path, data)
+        return True
 
     def records(self) -> List[BatchRecord]:
         rows = self.store.read_arrow(self.path).to_pylist()
@@ -69,8 +78,12 @@ class Manifest:
     def last_committed(self) -> BatchRecord:
         return [r for r in self.records() if r.phase == "committed"][-1]
 
-    def plan(self, batch: int, ranges: Ranges, map_versions: Dict[str, int]):
-        self._append(BatchRecord(batch, "planned", ranges, map_versions, {}))
+    def plan(self, batch: int, ranges: Ranges, map_versions: Dict[str, int]) -> bool:
+        """Append the planned row of `batch`; False if another refresher planned it first.
+        Both rows carry the Delta transaction (viewlet-plan, batch): the log's total order
+        lets exactly one of two concurrent planners commit."""
+        return self._append(BatchRecord(batch, "planned", ranges, map_versions, {}), once=PLAN_TXN)
 
-    def commit(self, planned: BatchRecord, stats: Dict):
-        self._append(BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats))
+    def commit(self, planned: BatchRecord, stats: Dict) -> bool:
+        return self._append(BatchRecord(planned.batch, "committed", planned.ranges,
+                                        planned.map_versions, stats), once=COMMIT_TXN)

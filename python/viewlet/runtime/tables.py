@@ -69,7 +69,8 @@ def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[st
                              alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
         return node
 
-    text = tree.transform(swap).sql(dialect="spark")
+    # spark.sql(text, **params) formats the text: braces of the query itself are escaped
+    text = tree.transform(swap).sql(dialect="spark").replace("{", "{{").replace("}", "}}")
     for loc, placeholder in names.items():
         text = text.replace(placeholder, "{" + placeholder.strip("_") + "}")
     return text, params

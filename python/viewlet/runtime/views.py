@@ -21,6 +21,7 @@ from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
 from .batch import relation_columns, run_triggers, sum_by_keys
+from . import drift, faults
 from .catalog import Entry
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, result_layout)
@@ -127,10 +128,12 @@ class _Draft:
 
 # -- CREATE ------------------------------------------------------------------------------
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
-                if_not_exists: bool = False) -> Dict:
+                if_not_exists: bool = False, replacing: Optional[Entry] = None,
+                options: Optional[Dict] = None) -> Dict:
+    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry."""
     validate_name(name)
     t_start = time.perf_counter()
-    if ctx.catalog.find(name) is not None:
+    if replacing is None and ctx.catalog.find(name) is not None:
         if if_not_exists:
             return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
         raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
@@ -179,8 +182,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
+            "table_ids": drift.table_ids(ctx, compiled.spec), **(options or {}),
         })
-        ctx.catalog.add(entry)
+        ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
         ctx.store.drop(view_dir)
         raise
@@ -271,7 +275,9 @@ def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
 
 
 # -- REFRESH -----------------------------------------------------------------------------
-def refresh_view(ctx, name: str) -> Dict:
+def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
+    """One batch over every base commit since the watermark (at most `max_commits` commits
+    per table when given: continuous mode's back-pressure)."""
     view = ctx.load(name)
     t0 = time.perf_counter()
     manifest = view.manifest
@@ -284,26 +290,22 @@ def refresh_view(ctx, name: str) -> Dict:
         manifest.commit(latest, stats)
         recovered = latest.batch
     last = manifest.last_committed()
-    ranges = {}
-    for rel, table in view.compiled.spec.tables.items():
-        wm = last.watermarks[rel]
-        current = ctx.store.version(table.id)
-        if current < wm:
-            raise ViewletError(f"{table.display} is at version {current}, older than the view's "
-                               f"watermark {wm}: the table was replaced. Rebuild the view "
-                               "(DROP and CREATE it again).")
-        ranges[rel] = (wm, current)
+    ranges = drift.batch_ranges(view, last.watermarks, max_commits)
     if all(a == b for a, b in ranges.values()):
         return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
                 "seconds": round(time.perf_counter() - t0, 3),
                 "status": f"recovered batch {recovered}" if recovered else "up to date"}
     map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
     map_versions["__result"] = ctx.store.version(view.result_path)
-    manifest.plan(last.batch + 1, ranges, map_versions)
+    if not manifest.plan(last.batch + 1, ranges, map_versions):
+        # Another refresher planned this batch first: join it (a re-run is idempotent).
+        return refresh_view(ctx, name, max_commits)
+    faults.point("batch.planned")
     record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
     stats = apply_batch(view, record)
     stats["seconds"]["total"] = time.perf_counter() - t0
     manifest.commit(record, stats)
+    faults.point("batch.committed")
     return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
             "rows_changed": stats.get("result_rows_changed", 0),
             "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
@@ -329,6 +331,7 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     if state_name in totals:
         parts[RESULT_PART] = _result_source(view, record, totals[state_name])
     collected = collect_parts(parts)          # the batch's one Spark job
+    faults.point("batch.computed")
     stats["seconds"]["compute"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
@@ -343,10 +346,12 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
         if total.num_rows and not _committed(ctx, path, txn):
             ctx.store.merge_add(path, total, schema.keys, list(schema.values), zero, txn=txn,
                                 metadata=meta)
+            faults.point("batch.map_merged")
     result = collected.get(RESULT_PART)
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
     stats["result_rows_changed"] = 0 if result is None else \
         pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
@@ -403,6 +408,7 @@ def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
     data = frame_arrow(df)
     ctx.store.overwrite(view.result_path, data, txn=txn,
                         metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
+    faults.point("batch.result_merged")
     stats["result_rows_changed"] = data.num_rows
     stats["seconds"]["recompute"] = time.perf_counter() - t0
 

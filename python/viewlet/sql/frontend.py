@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from ..calculus.ir import Cond, Lift, Mul, Query, Rel, Value
 from ..calculus.normalize import normalize
@@ -167,6 +167,8 @@ class _Translator:
                 if err.get("highlight") else ""
             raise ViewletParseError(f"Syntax error in the view's query{where}: "
                                     f"{err.get('description', e)}", err.get("start")) from None
+        except TokenError as e:     # an unterminated string, comment or quoted name
+            raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
         reject_unsupported(tree, self.sql)

@@ -41,6 +41,10 @@ class TableStore(ABC):
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table: ...
 
     @abstractmethod
+    def table_id(self, path: str, version: Optional[int] = None) -> str:
+        """The Delta table's metadata id (a table recreated at the same path gets a new one)."""
+
+    @abstractmethod
     def change_feed_enabled(self, path: str) -> bool: ...
 
     @abstractmethod
@@ -61,6 +65,14 @@ class TableStore(ABC):
                metadata: Optional[Dict[str, str]] = None) -> None: ...
 
     @abstractmethod
+    def append_once(self, path: str, data: pa.Table, txn: Txn,
+                    metadata: Optional[Dict[str, str]] = None,
+                    read_version: Optional[int] = None) -> bool:
+        """Append unless the table already holds `txn` (then False). Of two concurrent
+        writers of the same txn app id one commits and the other raises ConcurrentUpdate;
+        `read_version` makes the write conflict with any such commit after that version."""
+
+    @abstractmethod
     def overwrite(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> None: ...
 
@@ -68,7 +80,9 @@ class TableStore(ABC):
     def merge_add(self, path: str, source: pa.Table, keys: Sequence[str],
                   values: Sequence[str], zero_column: str, txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> Dict:
-        """Add source values to target rows with equal keys (NULL keys equal); insert new
+        """Skipped when the table already holds `txn`; a concurrent commit of the same txn
+        raises ConcurrentUpdate.
+        Add source values to target rows with equal keys (NULL keys equal); insert new
         keys; delete rows whose `zero_column` becomes 0."""
 
     @abstractmethod

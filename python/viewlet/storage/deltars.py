@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 import shutil
 from typing import Dict, Optional, Sequence
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
-from ..errors import ChangeFeedError, TableNotFound, ViewletError
+from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
 from .base import Snapshot, TableStore, Txn
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
@@ -26,6 +26,26 @@ def _commit(txn: Optional[Txn], metadata: Optional[Dict[str, str]]):
     from deltalake.transaction import CommitProperties, Transaction
     apps = [Transaction(txn[0], int(txn[1]))] if txn else None
     return CommitProperties(app_transactions=apps, custom_metadata=metadata or None)
+
+
+def _done(dt, txn: Optional[Txn]) -> bool:
+    """Whether the snapshot `dt` already holds the commit of `txn` (checked on the snapshot
+    the write then commits against, so a concurrent writer of the same txn conflicts)."""
+    if not txn:
+        return False
+    seen = dt.transaction_version(txn[0])
+    return seen is not None and seen >= txn[1]
+
+
+def _committing(path: str, fn):
+    try:
+        return fn()
+    except Exception as e:
+        if type(e).__name__ == "CommitFailedError":
+            raise ConcurrentUpdate(
+                f"Another writer committed to {path} at the same time ({e}). Nothing was "
+                "applied twice; run the statement again.") from None
+        raise
 
 
 def quote(name: str) -> str:
@@ -81,7 +101,8 @@ class DeltaRsStore(TableStore):
                 f"The Delta table at {path} uses {sorted(features & _UNREADABLE_FEATURES) or ['column mapping']}, "
                 "which Viewlet cannot read yet. Rewrite it without deletion vectors or column mapping.")
         schema = pa.schema(dt.schema().to_arrow())
-        return Snapshot(path, dt.version(), tuple(dt.file_uris()), schema,
+        # file_uris() are percent-encoded; Spark (Hadoop Path) wants them decoded.
+        return Snapshot(path, dt.version(), tuple(unquote(u) for u in dt.file_uris()), schema,
                         tuple(dt.metadata().partition_columns))
 
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
@@ -90,6 +111,9 @@ class DeltaRsStore(TableStore):
         from deltalake import QueryBuilder
         reader = QueryBuilder().register("t", self._table(path, version)).execute("SELECT * FROM t")
         return plain_types(pa.table(reader.read_all()))
+
+    def table_id(self, path: str, version: Optional[int] = None) -> str:
+        return self._table(path, version).metadata().id
 
     def change_feed_enabled(self, path: str) -> bool:
         conf = self._table(path).metadata().configuration
@@ -131,33 +155,51 @@ class DeltaRsStore(TableStore):
         _dl().write_deltalake(path, data, mode="append", commit_properties=_commit(txn, metadata),
                               storage_options=self.options)
 
+    def append_once(self, path, data, txn, metadata=None, read_version=None):
+        dt = self._table(path, read_version)
+        if _done(dt, txn):
+            return False
+        _committing(path, lambda: _dl().write_deltalake(
+            dt, data, mode="append", commit_properties=_commit(txn, metadata)))
+        return True
+
     def overwrite(self, path, data, txn=None, metadata=None):
-        _dl().write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
-                              commit_properties=_commit(txn, metadata),
-                              storage_options=self.options)
+        target = self._table(path) if txn else path
+        if txn and _done(target, txn):
+            return
+        _committing(path, lambda: _dl().write_deltalake(
+            target, data, mode="overwrite", schema_mode="overwrite",
+            commit_properties=_commit(txn, metadata),
+            storage_options=None if txn else self.options))
 
     def merge_add(self, path, source, keys, values, zero_column, txn=None, metadata=None):
         on = _key_predicate(keys)
-        merge = self._table(path).merge(source, predicate=on, source_alias="s", target_alias="t",
-                                        commit_properties=_commit(txn, metadata))
+        dt = self._table(path)
+        if _done(dt, txn):       # applied before (a re-run batch): never twice
+            return None
+        merge = dt.merge(source, predicate=on, source_alias="s", target_alias="t",
+                         commit_properties=_commit(txn, metadata))
         merge = merge.when_matched_delete(
             predicate=f"t.{quote(zero_column)} + s.{quote(zero_column)} = 0")
         merge = merge.when_matched_update(
             updates={quote(v): f"t.{quote(v)} + s.{quote(v)}" for v in values})
         merge = merge.when_not_matched_insert(
             updates={quote(c): f"s.{quote(c)}" for c in list(keys) + list(values)})
-        return merge.execute()
+        return _committing(path, merge.execute)
 
     def merge_replace(self, path, source, keys, op_column, txn=None, metadata=None):
         on = " AND ".join([f"(s.{quote(op_column)} = 'del')"] + ([_key_predicate(keys)] if keys else []))
         columns = [c for c in source.column_names if c != op_column]
-        merge = self._table(path).merge(source, predicate=on, source_alias="s", target_alias="t",
-                                        commit_properties=_commit(txn, metadata))
+        dt = self._table(path)
+        if _done(dt, txn):       # applied before (a re-run batch): never twice
+            return None
+        merge = dt.merge(source, predicate=on, source_alias="s", target_alias="t",
+                         commit_properties=_commit(txn, metadata))
         merge = merge.when_matched_delete()
         merge = merge.when_not_matched_insert(
             updates={quote(c): f"s.{quote(c)}" for c in columns},
             predicate=f"s.{quote(op_column)} = 'ins'")
-        return merge.execute()
+        return _committing(path, merge.execute)
 
     def delete_where_equal(self, path, column, value, txn=None):
         literal = "'" + value.replace("'", "''") + "'"

@@ -1,0 +1,54 @@
+"""Named fault points for crash tests.
+
+`point("batch.planned")` is a no-op unless the environment variable VIEWLET_FAULT (or
+`arm()`) names that point: `VIEWLET_FAULT=<point>[:<nth>]` kills this process with SIGKILL
+the nth time (default: first) the point is reached, so tests can prove that a refresh
+killed at any step boundary leaves views that the next refresh repairs exactly.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Dict, Optional, Tuple
+
+ENV = "VIEWLET_FAULT"
+# Every point the runtime reaches, in batch order (tests iterate over these).
+POINTS = (
+    "batch.planned",        # the manifest's planned row is committed, nothing read yet
+    "batch.computed",       # change feeds read and every delta collected, no MERGE yet
+    "batch.map_merged",     # after each map MERGE (use :<nth> to stop between MERGEs)
+    "batch.result_merged",  # after the result table's MERGE, before the manifest moves
+    "batch.committed",      # the manifest's committed row is written
+)
+
+_lock = threading.Lock()
+_armed: Optional[Tuple[str, int]] = None
+_seen: Dict[str, int] = {}
+
+
+def _parse(spec: str) -> Optional[Tuple[str, int]]:
+    spec = (spec or "").strip()
+    if not spec:
+        return None
+    name, _, nth = spec.partition(":")
+    return name, int(nth) if nth else 1
+
+
+def arm(spec: Optional[str]) -> None:
+    """Arm (or with None, disarm) a fault in this process, replacing VIEWLET_FAULT."""
+    global _armed
+    with _lock:
+        _armed = _parse(spec) if spec else None
+        _seen.clear()
+
+
+def point(name: str) -> None:
+    armed = _armed if _armed is not None else _parse(os.environ.get(ENV, ""))
+    if armed is None or armed[0] != name:
+        return
+    with _lock:
+        _seen[name] = _seen.get(name, 0) + 1
+        hit = _seen[name] == armed[1]
+    if hit:
+        os.kill(os.getpid(), signal.SIGKILL)
