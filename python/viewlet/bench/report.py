@@ -212,6 +212,10 @@ def _mb1(b) -> str:
     return "" if b is None else f"{b / 1024 ** 2:.1f}"
 
 
+def _mb2(b) -> str:
+    return "" if b is None else f"{b / 1024 ** 2:.2f}"
+
+
 def _num(x, fmt="{:,.0f}") -> str:
     return "" if x is None else fmt.format(x)
 
@@ -244,7 +248,7 @@ def _tables(results) -> List[str]:
                 f"{ratio} | {_mb(s['jvm_heap_peak_bytes'])} | {_mb(s['python_rss_peak_bytes'])} | "
                 f"{_num(s['spark_input_records'])} | "
                 f"{_mb1(s['spark_input_bytes'])} | {_mb1(s['spark_shuffle_read_bytes'])} | "
-                f"{_mb(size['map_bytes']) if size and size['maps'] else ''} |")
+                f"{_mb2(size['map_bytes']) if size and size['maps'] else ''} |")
     return lines
 
 
