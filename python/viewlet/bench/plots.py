@@ -60,7 +60,12 @@ def _figure(rows: List[Dict], x_key: str, x_label: str, title: str, path: str):
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(views):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = [], []
+    for ax in axes.flat:                 # methods can differ between views
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
     fig.legend(handles, labels, loc="lower center", ncol=len(labels) or 1)
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.06, 1, 0.95))
