@@ -55,7 +55,7 @@ class DuckDBRecompute:
             listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             self.con.execute(f'CREATE OR REPLACE VIEW "{name}" AS '
                              f"SELECT * FROM read_parquet([{listing}])")
-        result = self.con.execute(sql).to_arrow_table()
+        result = self.con.sql(sql).to_arrow_table()
         return time.perf_counter() - t0, result
 
     def close(self):
