@@ -30,9 +30,10 @@ def _bench(*args, timeout=900):
 def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bench")
     refused = tmp / "rollup.sql"
+    # over the order book: that workload's data, stream and baselines run too
     refused.write_text("-- ROLLUP is refused at CREATE\n"
-                       "SELECT l_returnflag, SUM(l_quantity) AS qty FROM lineitem "
-                       "GROUP BY ROLLUP(l_returnflag)\n")
+                       "SELECT broker_id, SUM(volume) AS volume FROM bids "
+                       "GROUP BY ROLLUP(broker_id)\n")
     out = tmp / "results"
     proc = _bench("--scale", "0.002", "--batch-sizes", "200", "--batches", str(BATCHES),
                   "--warmup", "0", "--views", ",".join(VIEWS) + f",{refused}",
@@ -51,6 +52,7 @@ def test_every_check_passes_and_exit_status_is_0(smoke):
     assert results["checks"] == {"total": len(created) * (1 + BATCHES), "failures": []}
     # progress is printed per batch
     assert proc.stdout.count("[SF 0.002 tpch 200] batch ") == BATCHES
+    assert proc.stdout.count("[SF 0.002 orderbook 200] batch ") == BATCHES
 
 
 def test_refused_view_is_reported_and_the_run_goes_on(smoke):
@@ -64,8 +66,11 @@ def test_refused_view_is_reported_and_the_run_goes_on(smoke):
         for m in DEPTHS:
             assert status[(v, m)] == "created"
     # the refused view still has its recompute baselines, and no refresh rows
-    methods = {m["method"] for m in results["measurements"] if m["view"] == "rollup"}
-    assert "viewlet-ho" not in methods and "spark" in methods
+    mine = [m for m in results["measurements"] if m["view"] == "rollup"]
+    assert {m["workload"] for m in mine} == {"orderbook"}
+    methods = {m["method"] for m in mine}
+    assert "viewlet-ho" not in methods and {"spark", "duckdb"} <= methods
+    assert all("error" not in m and m["tuples"] == 200 for m in mine)
 
 
 def test_json_has_every_measurement(smoke):

@@ -51,7 +51,27 @@ def machine() -> Dict:
             info[mod] = __import__(mod).__version__
         except Exception:
             pass
+    info["commit"] = _commit()
     return info
+
+
+def _commit() -> Optional[str]:
+    """The checkout's git commit (with '+changes' when the tree differs), if run from one."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    if not os.path.isdir(os.path.join(root, ".git")) and \
+            not os.path.isfile(os.path.join(root, ".git")):
+        return None
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "python"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def spark_versions(spark) -> Dict:
@@ -278,7 +298,7 @@ def markdown(results: Dict, plots: List[str]) -> str:
              "Machine: " + ", ".join(f"{k} {m[k]}" for k in
                                      ("cores", "memory_gb", "cpu", "java", "spark",
                                       "spark_driver_memory", "python", "pyspark", "deltalake",
-                                      "duckdb", "platform") if m.get(k) is not None), "",
+                                      "duckdb", "platform", "commit") if m.get(k) is not None), "",
              f"Options: scale factors {o['scales']}, batch sizes {o['batch_sizes']}, "
              f"{o['batches']} measured batches after {o['warmup']} warm-up batch(es) per "
              f"configuration, depths {o['depths']}, baselines {o['baselines']}, checks "
