@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import time
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping
 
 import pyarrow as pa
 

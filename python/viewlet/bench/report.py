@@ -327,6 +327,9 @@ def markdown(results: Dict, plots: List[str]) -> str:
               f"{checks['total']} view states compared with the Spark recompute of the defining "
               f"query; {len(checks['failures'])} failed."]
     lines += [f"- {f}" for f in checks["failures"]]
+    if checks.get("baseline_errors"):
+        lines += ["", "Reference measurements that failed (not checks):"]
+        lines += [f"- {f}" for f in checks["baseline_errors"]]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"

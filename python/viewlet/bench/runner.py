@@ -11,7 +11,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ViewletError
@@ -242,8 +242,14 @@ class _Bench:
         for v in views:
             names = [created[(v.name, d)] for d in self.options.depths if (v.name, d) in created]
             if names:
-                df = self.spark.sql(v.query)
-                self._check(scale, None, 0, v, names, df.schema, df.collect())
+                try:
+                    df = self.spark.sql(v.query)
+                    schema, rows = df.schema, df.collect()
+                except Exception as e:
+                    self._fail(f"{v.name} at SF {scale:g} after CREATE: no recompute to check "
+                               f"against: {_first_line(e)}")
+                else:
+                    self._check(scale, None, 0, v, names, schema, rows)
         return created
 
     # -- one batch -----------------------------------------------------------------------
@@ -272,26 +278,33 @@ class _Bench:
                     rec["phases"] = self.vl.load(name).manifest.latest().stats
                 line.append(f"{v.name}/{depth_label(depth)} {rec['seconds']:.2f}s")
             spark_dir = os.path.join(self.warehouse, "_recompute", v.name)
+            spark_ok = False
             if SPARK in o.baselines:
                 rec = self._measure(bkey, batch, v, SPARK, groups,
                                     lambda: baselines.spark_recompute(self.spark, v.query, spark_dir))
+                spark_ok = "error" not in rec
                 line.append(f"{v.name}/spark {rec['seconds']:.2f}s")
             if duck is not None:
                 holder = {}
                 rec = self._measure(bkey, batch, v, DUCKDB, groups,
                                     lambda: holder.update(r=duck.run(v.query, v.tables)),
-                                    timer=lambda: holder["r"][0])
+                                    timer=lambda: holder["r"][0], fatal=False)
                 if "error" not in rec:
                     rec["result_rows"] = holder["r"][1].num_rows
                 line.append(f"{v.name}/duckdb {rec['seconds']:.2f}s")
             names = [created[(v.name, d)] for d in o.depths if (v.name, d) in created]
             if checked and names:
-                if SPARK in o.baselines and os.path.isdir(spark_dir):
-                    schema, rows = baselines.spark_result(self.spark, spark_dir)
+                try:
+                    if spark_ok:
+                        schema, rows = baselines.spark_result(self.spark, spark_dir)
+                    else:
+                        df = self.spark.sql(v.query)
+                        schema, rows = df.schema, df.collect()
+                except Exception as e:
+                    self._fail(f"{v.name} at SF {scale:g} after batch {batch.seq}: no recompute "
+                               f"to check against: {_first_line(e)}")
                 else:
-                    df = self.spark.sql(v.query)
-                    schema, rows = df.schema, df.collect()
-                self._check(scale, size, batch.seq, v, names, schema, rows)
+                    self._check(scale, size, batch.seq, v, names, schema, rows)
         inputs = self.ui.collect(groups)
         for group, rec in groups.items():
             rec.update(inputs.get(group, {}))
@@ -300,7 +313,10 @@ class _Bench:
                        f"{batch.rows_changed} tuples applied in {apply_s:.2f}s; "
                        + ", ".join(line) + ("; checked" if checked else ""))
 
-    def _measure(self, bkey, batch, v, method, groups, action, timer=None) -> Dict:
+    def _measure(self, bkey, batch, v, method, groups, action, timer=None, fatal=True) -> Dict:
+        """Run one timed step. A failing step is recorded with its error; it fails the run
+        (``fatal``) unless it is a reference measurement that no check depends on (DuckDB:
+        e.g. a query sqlglot cannot translate)."""
         group = f"bench-{len(self.results['measurements'])}"
         rec = dict(bkey, view=v.name, method=method, tuples=batch.rows_changed, group=group)
         self.memory.reset()
@@ -314,8 +330,12 @@ class _Bench:
         except Exception as e:
             rec["seconds"] = time.perf_counter() - t0
             rec["error"] = f"{type(e).__name__}: {_first_line(e)}"
-            self._fail(f"{method} {v.name} batch {batch.seq} (size {bkey['batch_size']}, SF "
+            message = (f"{method} {v.name} batch {batch.seq} (size {bkey['batch_size']}, SF "
                        f"{bkey['scale']:g}): {rec['error']}")
+            if fatal:
+                self._fail(message)
+            else:
+                self.results["checks"].setdefault("baseline_errors", []).append(message)
         finally:
             self.ui.untag()
         rec.update(self.memory.peak())
@@ -330,12 +350,15 @@ class _Bench:
 
         want = [(f.name, f.dataType.simpleString()) for f in schema.fields]
         for name in names:
-            df = self.vl.read_view(name)
-            got = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-            diffs = [f"schema: view {got} != recompute {want}"] if got != want else \
-                compare_rows(rows, df.collect(), rel_tol=REL_TOL)
-            self.results["checks"]["total"] += 1
             where = "after CREATE" if size is None else f"after batch {seq} (size {size})"
+            self.results["checks"]["total"] += 1
+            try:
+                df = self.vl.read_view(name)
+                got = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+                diffs = [f"schema: view {got} != recompute {want}"] if got != want else \
+                    compare_rows(rows, df.collect(), rel_tol=REL_TOL)
+            except Exception as e:
+                diffs = [f"cannot read the view: {type(e).__name__}: {_first_line(e)}"]
             if diffs:
                 self._fail(f"{name} at SF {scale:g} {where}: " + "; ".join(diffs[:3]))
                 _say(self.out, f"  CHECK FAILED {name} {where}: " + "; ".join(diffs[:3]))
