@@ -2,11 +2,14 @@
 
     viewlet demo [--scale 0.01] [--batches 5] [--batch-size 1000] [--warehouse DIR]
                  [--seed 1] [--views q1,q3,q6]
+    viewlet bench [--scale 0.1,1] [--batch-sizes 1000,10000,100000] [--batches N]
+                  [--views q1,q3,...] [--depths ho,1,0] [--check every|sample:N]
+                  [--out DIR] [--warehouse DIR]
 
-``bench``, ``sql`` and ``explain`` are reserved for commands that are not available yet.
+``sql`` and ``explain`` are reserved for commands that are not available yet.
 
-Exit status: 0 success, 1 a demo check failed (a view differed from its recompute) or the
-demo failed, 2 the environment is missing something (Java 17+, tpchgen-cli, the view
+Exit status: 0 success, 1 a demo or benchmark check failed (a view differed from its
+recompute) or the run failed, 2 the environment is missing something (Java 17+, tpchgen-cli, the view
 definitions) or a bad option, 3 a command that is not available yet.
 """
 from __future__ import annotations
@@ -30,8 +33,6 @@ Install a JDK/JRE 17+ and either put `java` on your PATH or set JAVA_HOME, e.g.
 then check with `java -version`."""
 
 _LATER = {
-    "bench": "the benchmark runner (refresh vs recompute over longer TPC-H streams, "
-             "with plots)",
     "sql": "the interactive Viewlet SQL shell",
     "explain": "EXPLAIN INCREMENTAL VIEW for a view definition from the command line",
 }
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--views", default=",".join(DEFAULT_VIEWS),
                    help="comma-separated view names from sql/tpch (default "
                         f"{','.join(DEFAULT_VIEWS)}; 'all' for every file there)")
+    _bench_parser(sub)
     for name, what in _LATER.items():
         s = sub.add_parser(name, help=f"(not available yet) {what}", add_help=False)
         s.add_argument("args", nargs=argparse.REMAINDER)
@@ -116,6 +118,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in _LATER:
         return _not_available(args.command)
+    if args.command == "bench":
+        return _bench(args, argv)
     return _demo(args)
 
 
@@ -168,6 +172,124 @@ def _demo(args) -> int:
             print(f"viewlet demo: cannot build Viewlet's Spark extension jar: {e}", file=sys.stderr)
             return EXIT_ENVIRONMENT
         raise
+    return EXIT_OK
+
+
+# -- bench ---------------------------------------------------------------------------------
+def _csv(convert, what: str):
+    def parse(text: str):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"no {what} given")
+        try:
+            return [convert(t) for t in items]
+        except (ValueError, argparse.ArgumentTypeError) as e:
+            raise argparse.ArgumentTypeError(f"bad {what} in {text!r}: {e}") from None
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return v
+
+
+def _check_policy(text: str):
+    from .bench import CheckPolicy
+    try:
+        return CheckPolicy.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _bench_parser(sub):
+    from .bench import parse_depth
+
+    b = sub.add_parser(
+        "bench", help="benchmark: higher-order vs first-order IVM vs recompute (Spark, DuckDB)",
+        description="Generate TPC-H (and the order book for the finance views) per scale "
+                    "factor, create each view at every depth, apply update batches of each size "
+                    "and time, per batch and side by side: the Viewlet refresh of every depth, "
+                    "Spark's full recompute (written as Parquet) and DuckDB's recompute; every "
+                    "view is checked against the Spark recompute. Writes results.json, "
+                    "results.md and PNG plots to --out. Exits 1 if any check fails.")
+    b.add_argument("--scale", type=_csv(_positive_float, "scale factor"), default=[0.01],
+                   help="comma-separated TPC-H scale factors (default 0.01)")
+    b.add_argument("--batch-sizes", type=_csv(_positive_int, "batch size"), default=[1000, 10000],
+                   help="comma-separated tuples per batch (default 1000,10000)")
+    b.add_argument("--batches", type=_positive_int, default=3,
+                   help="measured batches per scale factor and batch size (default 3)")
+    b.add_argument("--warmup", type=_non_negative_int, default=1,
+                   help="warm-up batches before them, run and checked but not in the medians "
+                        "(default 1)")
+    b.add_argument("--views", default=None,
+                   help="comma-separated view names (found as <name>.sql under sql/) or paths to "
+                        ".sql files (default: those of q1,q3,q6,q10,q17a,q18a,q22a,vwap that "
+                        "exist)")
+    b.add_argument("--depths", type=_csv(parse_depth, "depth"), default=[None, 1, 0],
+                   help="Viewlet depths: ho (higher-order), 1 (first-order), 0 (recompute), n "
+                        "(default ho,1,0)")
+    b.add_argument("--baselines", type=_csv(str, "baseline"), default=["spark", "duckdb"],
+                   help="recompute baselines: spark, duckdb (default both)")
+    b.add_argument("--check", type=_check_policy, default=None,
+                   help="check every batch (every, the default) or every N-th and the last "
+                        "(sample:N)")
+    b.add_argument("--out", default=None,
+                   help="results directory (default bench-results/<UTC time>)")
+    b.add_argument("--warehouse", default=None,
+                   help="directory for the generated data and the views (default: a temporary "
+                        "directory, removed at the end)")
+    b.add_argument("--label", default="", help="a name for this run in the report")
+    b.add_argument("--seed", type=int, default=1, help="update stream seed (default 1)")
+    b.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g)")
+
+
+def _bench(args, argv: List[str]) -> int:
+    import datetime as dt
+    import shlex
+
+    from . import bench
+    from .bench import definitions
+    from .errors import ViewletError
+
+    views = [v for v in (args.views or "").split(",") if v.strip()]
+    try:
+        definitions.resolve(views or definitions.available())
+    except ViewletError as e:
+        print(f"viewlet bench: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    problem = java_problem()
+    if problem:
+        print(f"viewlet bench: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        from .workloads.tpch import find_tpchgen
+        find_tpchgen()
+    except FileNotFoundError as e:
+        print(f"viewlet bench: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    out = args.out or os.path.join(
+        "bench-results", dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    options = bench.Options(
+        scales=args.scale, batch_sizes=args.batch_sizes, batches=args.batches,
+        warmup=args.warmup, views=views, depths=args.depths, baselines=args.baselines,
+        check=args.check or bench.CheckPolicy(), out=out, warehouse=args.warehouse,
+        seed=args.seed, driver_memory=args.driver_memory, label=args.label,
+        command="python -m viewlet " + " ".join(shlex.quote(a) for a in argv))
+    try:
+        options.validate()
+    except ValueError as e:
+        print(f"viewlet bench: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        bench.run(options, out=sys.stdout)
+    except bench.BenchFailed as e:
+        print(f"viewlet bench: FAILED: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("viewlet bench: interrupted", file=sys.stderr)
+        return 130
     return EXIT_OK
 
 

@@ -1,0 +1,176 @@
+"""The benchmark end to end at a tiny scale (CI smoke run), plus its option handling and the
+target verdicts. No timing assertions: speed is what the benchmark reports, not what CI
+checks."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from viewlet import cli
+from viewlet.bench import report, runner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VIEWS = ("q1", "q3", "q6")
+DEPTHS = ("viewlet-ho", "viewlet-d1", "viewlet-d0")
+METHODS = DEPTHS + ("spark", "duckdb")
+BATCHES = 2
+
+
+def _bench(*args, timeout=900):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "viewlet", "bench", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    refused = tmp / "rollup.sql"
+    # over the order book: that workload's data, stream and baselines run too
+    refused.write_text("-- ROLLUP is refused at CREATE\n"
+                       "SELECT broker_id, SUM(volume) AS volume FROM bids "
+                       "GROUP BY ROLLUP(broker_id)\n")
+    out = tmp / "results"
+    proc = _bench("--scale", "0.002", "--batch-sizes", "200", "--batches", str(BATCHES),
+                  "--warmup", "0", "--views", ",".join(VIEWS) + f",{refused}",
+                  "--depths", "ho,1,0", "--check", "every", "--out", str(out),
+                  "--warehouse", str(tmp / "wh"), "--label", "smoke")
+    return proc, out
+
+
+def test_every_check_passes_and_exit_status_is_0(smoke):
+    proc, out = smoke
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    created = [v for v in results["views"] if v["status"] == "created"]
+    assert {(v["view"], v["method"]) for v in created} >= {(v, m) for v in VIEWS for m in DEPTHS}
+    # CREATE and every batch, for every view that exists
+    assert results["checks"] == {"total": len(created) * (1 + BATCHES), "failures": []}
+    # progress is printed per batch
+    assert proc.stdout.count("[SF 0.002 tpch 200] batch ") == BATCHES
+    assert proc.stdout.count("[SF 0.002 orderbook 200] batch ") == BATCHES
+
+
+def test_refused_view_is_reported_and_the_run_goes_on(smoke):
+    _, out = smoke
+    results = json.loads((out / "results.json").read_text())
+    status = {(v["view"], v["method"]): v["status"] for v in results["views"]}
+    for depth in ("viewlet-ho", "viewlet-d1"):
+        assert status[("rollup", depth)].startswith("unsupported: ")
+        assert "ROLLUP" in status[("rollup", depth)]
+    for v in VIEWS:
+        for m in DEPTHS:
+            assert status[(v, m)] == "created"
+    # the refused view still has its recompute baselines, and no refresh rows
+    mine = [m for m in results["measurements"] if m["view"] == "rollup"]
+    assert {m["workload"] for m in mine} == {"orderbook"}
+    methods = {m["method"] for m in mine}
+    assert "viewlet-ho" not in methods and {"spark", "duckdb"} <= methods
+    assert all("error" not in m and m["tuples"] == 200 for m in mine)
+
+
+def test_json_has_every_measurement(smoke):
+    _, out = smoke
+    results = json.loads((out / "results.json").read_text())
+    meta = results["meta"]
+    assert meta["machine"]["cores"] and meta["machine"]["spark"]
+    assert "viewlet bench" in meta["command"] and meta["finished"]
+    ms = [m for m in results["measurements"] if m["view"] in VIEWS]
+    assert len(ms) == len(VIEWS) * len(METHODS) * BATCHES
+    for m in ms:
+        assert "error" not in m, m
+        assert m["seconds"] > 0 and m["tuples"] == 200 and m["tuples_per_second"] > 0
+        assert m["jvm_heap_peak_bytes"] > 0
+        if m["method"] != "duckdb":          # Spark did the work: the UI saw its jobs
+            assert m["jobs"] >= 1 and m["stages"] >= 1, m
+            assert m["input_records"] >= 0 and m["input_bytes"] >= 0
+    # a recompute scans the base table; the higher-order refresh of Q1 does not
+    by = {(m["view"], m["method"], m["seq"]): m for m in ms}
+    for seq in {m["seq"] for m in ms}:
+        assert by[("q1", "spark", seq)]["input_records"] > by[("q1", "viewlet-ho", seq)]["input_records"]
+    for m in ms:
+        if m["method"].startswith("viewlet-"):
+            assert m["phases"]["seconds"]["total"] > 0
+    summary = {(s["view"], s["method"]) for s in results["summary"]}
+    assert summary >= {(v, m) for v in VIEWS for m in METHODS}
+    sizes = {(s["view"], s["method"]): s for s in results["sizes"]}
+    assert sizes[("q3", "viewlet-ho")]["maps"] > 1
+    assert sizes[("q3", "viewlet-ho")]["map_bytes"] > 0
+    assert sizes[("q3", "viewlet-d0")]["maps"] == 0
+    assert {t["view"] for t in results["targets"]} >= set(VIEWS)
+
+
+def test_markdown_and_plots(smoke):
+    _, out = smoke
+    md = (out / "results.md").read_text()
+    assert "### SF 0.002, 200 tuples per batch" in md
+    assert "### Targets (issue 5)" in md and "## Checks" in md
+    for v in VIEWS:
+        for m in METHODS:
+            assert f"| {v} | {m} |" in md
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == ["refresh_vs_batch_size_sf0.002.png", "refresh_vs_scale_batch200.png"]
+    for p in pngs:
+        assert (out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"({p})" in md
+
+
+# -- options ---------------------------------------------------------------------------------
+def test_unknown_view_is_a_clear_error(capsys):
+    assert cli.main(["bench", "--views", "q1,nope"]) == cli.EXIT_ENVIRONMENT
+    err = capsys.readouterr().err
+    assert "nope.sql" in err and "VIEWLET_SQL_DIR" in err
+
+
+@pytest.mark.parametrize("args", [["--check", "sometimes"], ["--depths", "ho,-1"],
+                                  ["--batch-sizes", "0"], ["--scale", "x"]])
+def test_bad_options_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", *args])
+    assert e.value.code == 2
+    assert "viewlet bench: error" in capsys.readouterr().err
+
+
+def test_check_policy_samples_and_keeps_the_last_batch():
+    p = runner.CheckPolicy.parse("sample:3")
+    assert [i for i in range(7) if p.wanted(i, 7)] == [0, 3, 6]
+    assert [i for i in range(5) if p.wanted(i, 5)] == [0, 3, 4]
+    assert all(runner.CheckPolicy.parse("every").wanted(i, 5) for i in range(5))
+
+
+# -- target verdicts -------------------------------------------------------------------------
+def _row(scale, batch, view, method, seconds, tuples=10_000):
+    return {"scale": scale, "batch_size": batch, "view": view, "method": method,
+            "median_seconds": seconds, "tuples_per_second": tuples / seconds}
+
+
+def _verdicts(summary, views=()):
+    return {(t["view"], t["target"].split()[0] + t["target"].split()[1]): t
+            for t in report.targets(summary, list(views))}
+
+
+def test_targets_at_the_issue_configuration():
+    s = [_row(1.0, 10_000, "q3", "viewlet-ho", 0.2), _row(1.0, 10_000, "q3", "spark", 5.0),
+         _row(1.0, 10_000, "q3", "viewlet-d1", 1.0), _row(0.1, 10_000, "q3", "viewlet-ho", 0.1),
+         _row(1.0, 10_000, "q1", "viewlet-ho", 1.0), _row(1.0, 10_000, "q1", "spark", 5.0)]
+    t = _verdicts(s)
+    assert t[("q3", "refresh>=")]["verdict"] == "pass"          # 25x faster than Spark
+    assert t[("q3", "refresh>=")]["value"] == pytest.approx(25.0)
+    assert t[("q1", "refresh>=")]["verdict"] == "miss"          # 5x
+    assert t[("q3", "refreshmedian")]["verdict"] == "miss"      # 2x slower at SF1 than SF0.1
+    assert t[("q3", "higher-order>=")]["verdict"] == "miss"     # 5x faster than depth 1
+    assert t[("q3", "Q3>=")]["verdict"] == "pass"               # 50,000 tuples/s
+    assert "not measured" in t[("q1", "refreshmedian")]["verdict"]
+
+
+def test_targets_elsewhere_are_only_indicative_and_refusals_show():
+    s = [_row(0.1, 1000, "q3", "viewlet-ho", 0.01, 1000), _row(0.1, 1000, "q3", "spark", 1.0, 1000)]
+    views = [{"view": "q17a", "method": "viewlet-ho", "status": "unsupported: IN subquery"}]
+    t = _verdicts(s, views)
+    assert t[("q3", "refresh>=")]["verdict"] == "pass (indicative)"
+    assert t[("q3", "refresh>=")]["at"] == "SF 0.1, 1000 tuples/batch"
+    assert t[("q17a", "refresh>=")]["verdict"] == "unsupported"
