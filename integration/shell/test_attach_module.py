@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_without_a_gateway_it_says_how_to_start_the_shell():
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env["PYTHONPATH"] = str(ROOT / "python")
-    res = subprocess.run([sys.executable, "-m", "viewlet.attach"], env=env, stdin=subprocess.DEVNULL,
+    res = subprocess.run([sys.executable, "-m", "viewlet.attach"], env=env,
+                         stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == attach.EXIT_FAILED
     assert res.stderr.startswith("viewlet.attach: no Spark JVM to attach to")

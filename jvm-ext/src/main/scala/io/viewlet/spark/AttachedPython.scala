@@ -76,7 +76,8 @@ class AttachedPython private (
   }
 
   private def pump(): Unit = {
-    val in = new BufferedReader(new InputStreamReader(process.getInputStream, StandardCharsets.UTF_8))
+    val in = new BufferedReader(
+      new InputStreamReader(process.getInputStream, StandardCharsets.UTF_8))
     try {
       var line = in.readLine()
       while (line != null) {
@@ -125,15 +126,15 @@ object AttachedPython {
 
   def failureMessage(choice: PythonChoice, reason: String, output: Seq[String]): String = {
     val text = output.mkString("\n")
+    def says(missing: String) = text.contains(s"No module named '$missing'")
     val hint =
-      if (text.contains("No module named 'viewlet'") || text.contains("No module named viewlet"))
-        s"Viewlet is not installed in that Python. "
-      else if (text.contains("No module named 'pyspark'")) "PySpark is not installed in that Python. "
-      else if (text.contains("No module named viewlet.attach") ||
-        text.contains("No module named 'viewlet.attach'"))
-        "The Viewlet installed in that Python is older than this jar (it has no viewlet.attach). "
+      if (says("viewlet.attach")) {
+        "The Viewlet installed in that Python is older than this jar (no viewlet.attach). "
+      } else if (says("viewlet")) "Viewlet is not installed in that Python. "
+      else if (says("pyspark")) "PySpark is not installed in that Python. "
       else ""
-    val shown = if (output.isEmpty) "" else output.mkString("\nIts output (last lines):\n", "\n", "\n")
+    val shown =
+      if (output.isEmpty) "" else output.mkString("\nIts output (last lines):\n", "\n", "\n")
     s"Viewlet could not start its Python side: '${choice.executable} -m $Module' " +
       s"(${choice.source}) $reason.$shown$hint${remedy(choice)}"
   }

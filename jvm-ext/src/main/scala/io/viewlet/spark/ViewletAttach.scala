@@ -178,6 +178,7 @@ object ViewletAttach {
   private def timeoutSeconds(session: SparkSession): Long = {
     val text = session.conf.get(TimeoutConf, DefaultTimeoutSeconds.toString).trim
     text.toLongOption.filter(_ > 0).getOrElse(
-      throw new ViewletException(s"$TimeoutConf must be a positive number of seconds, not '$text'."))
+      throw new ViewletException(
+        s"$TimeoutConf must be a positive number of seconds, not '$text'."))
   }
 }
