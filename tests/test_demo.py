@@ -55,7 +55,7 @@ def test_compare_rows():
     assert demo.compare_rows([(float("nan"),)], [(float("nan"),)]) == []
 
 
-@pytest.mark.parametrize("command", ["sql", "explain"])
+@pytest.mark.parametrize("command", ["explain"])
 def test_later_commands_say_not_available(command, capsys):
     assert cli.main([command, "--anything", "x"]) == cli.EXIT_NOT_AVAILABLE
     assert "not available yet" in capsys.readouterr().err

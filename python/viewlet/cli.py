@@ -5,8 +5,9 @@
     viewlet bench [--scale 0.1,1] [--batch-sizes 1000,10000,100000] [--batches N]
                   [--views q1,q3,...] [--depths ho,1,0] [--check every|sample:N]
                   [--out DIR] [--warehouse DIR]
+    viewlet sql [--warehouse DIR] [--print-command] [-e SQL | -f FILE] [spark-sql args...]
 
-``sql`` and ``explain`` are reserved for commands that are not available yet.
+``explain`` is reserved for a command that is not available yet.
 
 Exit status: 0 success, 1 a demo or benchmark check failed (a view differed from its
 recompute) or the run failed, 2 the environment is missing something (Java 17+, tpchgen-cli, the view
@@ -33,7 +34,6 @@ Install a JDK/JRE 17+ and either put `java` on your PATH or set JAVA_HOME, e.g.
 then check with `java -version`."""
 
 _LATER = {
-    "sql": "the interactive Viewlet SQL shell",
     "explain": "EXPLAIN INCREMENTAL VIEW for a view definition from the command line",
 }
 
@@ -105,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated view names from sql/tpch (default "
                         f"{','.join(DEFAULT_VIEWS)}; 'all' for every file there)")
     _bench_parser(sub)
+    sub.add_parser("sql", help="Spark's spark-sql shell with Viewlet (runs pyspark's "
+                   "bin/spark-sql; `viewlet sql --help` for its options)", add_help=False)
     for name, what in _LATER.items():
         s = sub.add_parser(name, help=f"(not available yet) {what}", add_help=False)
         s.add_argument("args", nargs=argparse.REMAINDER)
@@ -113,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sql":        # the rest belongs to spark-sql: parsed on its own
+        return _sql(argv[1:])
     if argv and argv[0] in _LATER:       # whatever options follow: not parsed yet
         return _not_available(argv[0])
     args = _parser().parse_args(argv)
@@ -128,6 +132,58 @@ def _not_available(command: str) -> int:
     print(f"viewlet {command}: not available yet. {what[0].upper()}{what[1:]} comes in a later "
           "issue of the project; for now try `viewlet demo`.", file=sys.stderr)
     return EXIT_NOT_AVAILABLE
+
+
+_SQL_EPILOG = """\
+Other arguments go to spark-sql unchanged (after `--` too), e.g. -e "SQL", -f FILE,
+-S (silent), --conf k=v, --driver-memory 4g; spark-sql --help lists them. Without -e or -f
+the shell is interactive. The first Viewlet statement starts a Python driver attached to the
+shell (this Python), which takes a few seconds once.
+"""
+
+
+def _sql_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="viewlet sql", allow_abbrev=False, epilog=_SQL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run Spark's SQL shell (pyspark's bin/spark-sql) with Viewlet: CREATE/"
+                    "REFRESH/DROP/SHOW/DESCRIBE/EXPLAIN INCREMENTAL VIEW and queries over "
+                    "the views.")
+    ap.add_argument("--warehouse", default=None,
+                    help="Viewlet warehouse directory or URI (spark.viewlet.warehouse; default "
+                         "./viewlet-warehouse). Spark's metastore_db, derby.log and "
+                         "spark-warehouse go under <warehouse>/spark when it is local.")
+    ap.add_argument("--print-command", action="store_true",
+                    help="print the equivalent spark-sql command line and exit; run it "
+                         "without this launcher")
+    return ap
+
+
+def _sql(argv: List[str]) -> int:
+    from .jvm.build import ViewletBuildError
+    from . import shell
+
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, passthrough = _sql_parser().parse_known_args(argv[:cut])
+    passthrough += argv[cut + 1:]
+    try:
+        from .jvm import jar_path
+        argv_, env = shell.spark_sql_command(args.warehouse, passthrough, jar_path())
+    except (shell.ShellUnavailable, ViewletBuildError) as e:
+        print(f"viewlet sql: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if args.print_command:
+        print(shell.format_command(argv_, env))
+        return EXIT_OK
+    problem = java_problem()
+    if problem:
+        print(f"viewlet sql: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    shell.prepare_state_dir(args.warehouse)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Replace this process: the shell owns the terminal, its signals and the exit status.
+    os.execve(argv_[0], argv_, dict(os.environ, **env))
 
 
 def _demo(args) -> int:

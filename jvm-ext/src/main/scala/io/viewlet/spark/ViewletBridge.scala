@@ -10,9 +10,13 @@ object ViewletBridge {
   def register(handler: ViewletHandler): Unit = {
     if (handler == null) throw new IllegalArgumentException("handler is null; use unregister()")
     current = handler
+    ViewletAttach.handlerChanged()
   }
 
-  def unregister(): Unit = current = null
+  def unregister(): Unit = {
+    current = null
+    ViewletAttach.handlerChanged()
+  }
 
   def isRegistered(): Boolean = current != null
 

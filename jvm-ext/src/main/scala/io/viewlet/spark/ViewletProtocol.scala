@@ -8,11 +8,8 @@ object ViewletProtocol {
     .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
     .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
 
-  def handler(): ViewletHandler = {
-    val h = ViewletBridge.handler()
-    if (h == null) throw ViewletException.notEnabled()
-    h
-  }
+  /** The registered handler; where no Python driver exists, one is attached first. */
+  def handler(): ViewletHandler = ViewletAttach.handler()
 
   /** describe(): the reply node; error replies throw (kind "parse" as a ParseException). */
   def describe(statement: String): JsonNode =

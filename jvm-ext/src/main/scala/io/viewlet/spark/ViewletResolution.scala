@@ -24,10 +24,14 @@ class ViewletResolution extends Rule[LogicalPlan] {
       case ViewletFailure(error) => throw error
       case _ =>
     }
-    if (!ViewletBridge.isRegistered || plan.find(_.isInstanceOf[UnresolvedRelation]).isEmpty) {
-      return plan
-    }
+    if (plan.find(_.isInstanceOf[UnresolvedRelation]).isEmpty) return plan
     val skip = notReadPositions(plan)
+    val read = plan.find {
+      case u: UnresolvedRelation => !u.isStreaming && !skip.contains(u)
+      case _ => false
+    }
+    // In the spark-sql shell, the first read of a name Spark does not know attaches Python.
+    if (read.isEmpty || ViewletAttach.handlerForResolution().isEmpty) return plan
     // One Python call per name per rule application.
     val resolved = mutable.HashMap.empty[Seq[String], Option[LogicalPlan]]
     plan.resolveOperatorsUp {

@@ -1,0 +1,184 @@
+"""Viewlet in Spark's real spark-sql shell: `viewlet sql` (and the raw command it prints)
+with -e, -f and SQL on stdin; the first Viewlet statement attaches a Python driver.
+
+Each shell launch costs 15-40 s, so one module-scoped warehouse and Delta table go through
+three launches in order (create, refresh after appends, refresh after a delete); every check
+compares the view's printed rows with the aggregate computed by pyarrow over the same Delta
+data. A fourth launch checks the attach error for a Python without Viewlet.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH_TIMEOUT = 600
+# Spark settings for tests only: no web UI (port probing), a small driver.
+TEST_ARGS = ["-S", "--conf", "spark.ui.enabled=false", "--driver-memory", "1g"]
+
+
+def view_sql(table: str) -> str:
+    return (f"CREATE INCREMENTAL VIEW totals AS SELECT k, SUM(v) AS s, COUNT(*) AS n "
+            f"FROM delta.`{table}` WHERE v > 0 GROUP BY k")
+
+
+SELECT_ROWS = "SELECT 'row', k, s, n FROM totals ORDER BY k"
+
+
+def expected_rows(table: str):
+    """The view's defining query evaluated by pyarrow over the table's current version."""
+    data = DeltaTable(table).to_pyarrow_table()
+    data = data.filter(pc.greater(data["v"], 0))
+    agg = data.group_by("k").aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
+    return [(str(k), str(s), str(n)) for k, s, n in
+            zip(agg["k"].to_pylist(), agg["v_sum"].to_pylist(), agg["v_count"].to_pylist())]
+
+
+def printed_rows(stdout: str, tag: str = "row"):
+    return [tuple(line.split("\t")[1:]) for line in stdout.splitlines()
+            if line.startswith(tag + "\t")]
+
+
+def shell_env(**extra) -> dict:
+    """This checkout's package first on the path, for the launcher and the attached Python."""
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [str(ROOT / "python"), os.environ.get("PYTHONPATH", "")] if p)
+    return env
+
+
+def viewlet_sql(args, cwd, stdin=None, env=None):
+    return subprocess.run([sys.executable, "-m", "viewlet", "sql", *args], cwd=cwd,
+                          env=env or shell_env(), input=stdin, capture_output=True, text=True,
+                          timeout=LAUNCH_TIMEOUT)
+
+
+def assert_clean(stderr: str):
+    assert "Traceback (most recent call last)" not in stderr
+    assert "\tat org.apache" not in stderr and "\tat io.viewlet" not in stderr
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shell")
+    table = str(base / "orders")
+    write_deltalake(table, pa.table({"k": pa.array([1, 1, 2, 3], pa.int64()),
+                                     "v": pa.array([10, 20, -5, 7], pa.int64())}))
+    return {"cwd": base, "warehouse": str(base / "wh"), "table": table}
+
+
+@pytest.fixture(scope="module")
+def created(place):
+    """Launch 1, `viewlet sql -e`: create, select, explain, then a bad statement."""
+    expected = expected_rows(place["table"])
+    statements = [view_sql(place["table"]), SELECT_ROWS, "EXPLAIN INCREMENTAL VIEW totals",
+                  "CREATE INCREMENTAL VIEW broken AS SELECT k FROM delta.`/no/such/table`"]
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS,
+                       "-e", ";\n".join(statements)], cwd=place["cwd"])
+    return res, expected
+
+
+@pytest.fixture(scope="module")
+def refreshed_from_file(place, created):
+    """Launch 2: the raw spark-sql command `viewlet sql --print-command` prints, with -f,
+    after rows were appended with delta-rs."""
+    write_deltalake(place["table"], pa.table({"k": pa.array([2, 4, 1], pa.int64()),
+                                              "v": pa.array([3, 40, -1], pa.int64())}),
+                    mode="append")
+    script = Path(place["cwd"]) / "refresh.sql"
+    script.write_text(f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n")
+    printed = viewlet_sql(["--warehouse", place["warehouse"], "--print-command", *TEST_ARGS,
+                           "-f", str(script)], cwd=place["cwd"])
+    assert printed.returncode == 0, printed.stderr
+    command = printed.stdout
+    res = subprocess.run(["bash", "-c", command], cwd=place["cwd"], env=shell_env(),
+                         capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
+    return res, command, expected_rows(place["table"])
+
+
+@pytest.fixture(scope="module")
+def refreshed_from_stdin(place, refreshed_from_file):
+    """Launch 3, `viewlet sql` reading statements from stdin, after a delete with delta-rs.
+    The first statement reads the view: a name Spark does not know attaches Python too."""
+    before = expected_rows(place["table"])
+    DeltaTable(place["table"]).delete("v = 20")
+    stdin = (f"SELECT 'before', k, s, n FROM totals ORDER BY k;\n"
+             f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n")
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS], cwd=place["cwd"],
+                      stdin=stdin)
+    return res, before, expected_rows(place["table"])
+
+
+def test_create_and_select_with_e(created):
+    res, expected = created
+    assert printed_rows(res.stdout) == expected, res.stderr
+    assert len(expected) == 2  # k=1 and k=3 (k=2 has no positive v yet)
+
+
+def test_explain_prints_the_trigger_program(created):
+    res, _ = created
+    assert "Incremental view totals" in res.stdout
+    assert "Triggers" in res.stdout and "ON BATCH" in res.stdout
+    assert "MERGE" in res.stdout
+
+
+def test_bad_statement_is_a_clean_error_and_nonzero_exit(created):
+    res, _ = created
+    assert res.returncode != 0
+    assert "No Delta table at /no/such/table" in res.stderr
+    assert_clean(res.stderr)
+
+
+def test_spark_state_goes_under_the_warehouse(place, created):
+    res, _ = created
+    cwd = Path(place["cwd"])
+    assert not (cwd / "metastore_db").exists() and not (cwd / "derby.log").exists(), res.stderr
+    assert (Path(place["warehouse"]) / "spark" / "metastore_db").is_dir()
+
+
+def test_printed_command_runs_without_the_launcher(place, refreshed_from_file):
+    res, command, expected = refreshed_from_file
+    assert "viewlet" not in command.split()[1]  # spark-sql itself, not the launcher
+    assert "spark.sql.extensions=io.viewlet.spark.ViewletExtensions" in command
+    assert f"spark.viewlet.warehouse={place['warehouse']}" in command
+    assert res.returncode == 0, res.stderr
+    assert printed_rows(res.stdout) == expected
+    assert ("4", "40", "1") in expected  # the appended group is there
+
+
+def test_statements_on_stdin(refreshed_from_stdin):
+    res, before, expected = refreshed_from_stdin
+    assert res.returncode == 0, res.stderr
+    assert printed_rows(res.stdout, "before") == before
+    assert printed_rows(res.stdout) == expected
+    assert expected != before  # the delete changed group k=1
+    assert_clean(res.stderr)
+
+
+def test_attach_error_names_python_without_viewlet(place, tmp_path):
+    bare = tmp_path / "bare-venv"
+    venv.EnvBuilder(with_pip=False).create(bare)
+    python = bare / "bin" / "python"
+    env = dict(shell_env())
+    launcher_path = env.pop("PYTHONPATH")  # the launcher needs it; the bare Python must not
+    printed = viewlet_sql(["--warehouse", str(tmp_path / "wh"), "--print-command", *TEST_ARGS,
+                           "--conf", f"spark.viewlet.python={python}",
+                           "--conf", "spark.sql.catalogImplementation=in-memory",
+                           "-e", "SHOW INCREMENTAL VIEWS"], cwd=tmp_path,
+                          env=dict(env, PYTHONPATH=launcher_path))
+    assert printed.returncode == 0, printed.stderr
+    res = subprocess.run(["bash", "-c", printed.stdout], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
+    assert res.returncode != 0
+    assert f"'{python} -m viewlet.attach' (spark.viewlet.python) exited" in res.stderr
+    assert "Viewlet is not installed in that Python" in res.stderr
+    assert "Set spark.viewlet.python to a Python where Viewlet is installed" in res.stderr
+    assert_clean(res.stderr)
