@@ -6,6 +6,7 @@ JUPYTER_PATH, so a user's own "python3" kernel cannot take its place) with this 
 written there (how the committed copy with outputs is refreshed)."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -31,6 +32,20 @@ def _kernel_spec(directory) -> None:
         "env": {"PYTHONPATH": python_path}}))
 
 
+def _write_for_docs(nb, path: str) -> None:
+    """The executed notebook without Spark's start-up log (stderr), timings metadata or the
+    test's kernel name."""
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (
+                o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            cell.metadata.pop("execution", None)
+    out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                  "language": "python"}
+    nbformat.write(out, path)
+
+
 def _stream_text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", [])
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
@@ -48,7 +63,7 @@ def test_tour_notebook_runs_and_every_view_equals_spark(tmp_path, monkeypatch):
         nb, {"metadata": {"path": os.path.dirname(NOTEBOOK)}})
 
     if os.environ.get("VIEWLET_NOTEBOOK_OUT"):  # keep the executed notebook (docs refresh)
-        nbformat.write(nb, os.environ["VIEWLET_NOTEBOOK_OUT"])
+        _write_for_docs(nb, os.environ["VIEWLET_NOTEBOOK_OUT"])
 
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
