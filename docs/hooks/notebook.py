@@ -13,6 +13,19 @@ import os
 import re
 
 MARKER = re.compile(r"<!--\s*notebook:\s*(\S+?\.ipynb)\s*-->")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def rebase_links(markdown: str, notebook_dir: str, page_dir: str) -> str:
+    """Relative Markdown links are written for the notebook's folder; the page lives in
+    another one."""
+    def fix(match):
+        url = match.group(1)
+        if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", url, re.I):
+            return match.group(0)
+        target = os.path.normpath(os.path.join(notebook_dir, url))
+        return f"]({os.path.relpath(target, page_dir).replace(os.sep, '/')})"
+    return LINK.sub(fix, markdown)
 
 
 def render(path: str) -> str:
@@ -37,6 +50,7 @@ def render(path: str) -> str:
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     def replace(match):
-        path = os.path.join(os.path.dirname(page.file.abs_src_path), match.group(1))
-        return render(path)
+        page_dir = os.path.dirname(page.file.abs_src_path)
+        path = os.path.join(page_dir, match.group(1))
+        return rebase_links(render(path), os.path.dirname(path), page_dir)
     return MARKER.sub(replace, markdown)
