@@ -54,6 +54,10 @@ def _stream_text(cell) -> str:
 def test_tour_notebook_runs_and_every_view_equals_spark(tmp_path, monkeypatch):
     _kernel_spec(tmp_path / "jupyter")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    # Connection files and IPython profile in the test's own directories: nothing from (or
+    # into) the user's home.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     for cell in nb.cells:                       # run fresh: no outputs carried in
         if cell.cell_type == "code":
