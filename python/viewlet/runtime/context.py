@@ -98,6 +98,17 @@ class Viewlet:
         cols = view.spec["result"]["columns"]
         return df.selectExpr(*[f"{q(c['physical'])} AS {q(c['name'])}" for c in cols])
 
+    # -- notebook renderings (HTML in Jupyter, text as repr) ----------------------------------
+    def explain(self, name: str):
+        """EXPLAIN INCREMENTAL VIEW as a ``viewlet.display.Explanation``."""
+        from ..display import Explanation
+        return Explanation.of(self.load(name))
+
+    def describe(self, name: str):
+        """DESCRIBE INCREMENTAL VIEW as a ``viewlet.display.Description``."""
+        from ..display import Description
+        return Description.of(self.load(name))
+
     # -- base tables -----------------------------------------------------------------------
     def register_table(self, name: str, path: str, replace: bool = False) -> Dict:
         views.validate_name(name)
