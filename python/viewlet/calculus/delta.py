@@ -3,18 +3,29 @@
 Delta(Q) is Q(D + dD) - Q(D). With batches the change of a relation is itself a relation
 (DeltaRel) holding signed multiplicities, so the rule for a relation atom replaces it by the
 batch atom instead of binding trigger variables to one tuple (Hot Dog §3.1).
+
+A nested aggregate follows [J] §5.3: d(x := Q) = (x := Q + dQ) - (x := Q). When every
+monomial of dQ binds Q's input variables (equality correlation on the batch), the difference
+is non-zero only for the inputs dQ touches, so it is multiplied by Domain(dQ) (the range-
+restricted variant; Hot Dog's domain extraction for batches): the enclosing query is then
+evaluated only for those inputs instead of over its whole range.
 """
 from __future__ import annotations
 
 from itertools import product as cartesian
 
-from .ir import Add, Const, Cond, DeltaRel, Expr, Lift, MapRef, Mul, Rel, Sum, Value, ZERO
+from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Lift, MapRef, Mul, Nested, Query, Rel,
+                 Sum, Value, ZERO)
+
+RELATIONAL = (Rel, DeltaRel, MapRef, Domain)
 
 
 def delta(expr: Expr, table: str) -> Expr:
     if isinstance(expr, Rel):
         return DeltaRel(expr.table, expr.columns, expr.vars) if expr.table == table else ZERO
-    if isinstance(expr, (DeltaRel, MapRef, Const, Value, Cond, Lift)):
+    if isinstance(expr, Nested):
+        return _delta_nested(expr, table)
+    if isinstance(expr, (DeltaRel, MapRef, Const, Value, Cond, Lift, Domain)):
         return ZERO
     if isinstance(expr, Sum):
         return Sum(expr.group, delta(expr.body, table))
@@ -23,6 +34,36 @@ def delta(expr: Expr, table: str) -> Expr:
     if isinstance(expr, Mul):
         return _delta_product(expr.factors, table)
     raise TypeError(f"no delta rule for {type(expr).__name__}")
+
+
+def nested_delta_query(query: Query, table: str) -> Query:
+    from .normalize import normalize
+    return normalize(delta(query.to_expr(), table), group=query.group)
+
+
+def binds_inputs(query: Query) -> bool:
+    """Every monomial binds the group (input) variables through relation/batch/map atoms."""
+    for m in query.monomials:
+        bound = set()
+        for a in m.atoms:
+            if isinstance(a, RELATIONAL):
+                bound |= set(a.vars)
+        if not set(query.group) <= bound:
+            return False
+    return bool(query.monomials)
+
+
+def _delta_nested(atom: Nested, table: str) -> Expr:
+    from .normalize import simplify
+    dq = nested_delta_query(atom.query, table)
+    if dq.is_zero():
+        return ZERO
+    new = Nested(atom.var, Query(atom.query.group,
+                                 simplify(atom.query.monomials + dq.monomials, atom.query.group)))
+    diff = Add((new, Mul((Const(-1), atom))))
+    if atom.query.group and binds_inputs(dq):
+        return Mul((Domain(dq), diff))
+    return diff
 
 
 def _delta_product(factors, table) -> Expr:

@@ -14,8 +14,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
-from .ir import (Add, Atom, Const, Cond, DeltaRel, Expr, Lift, MapRef, Monomial, Mul, Query, Rel,
-                 Sum, Value)
+from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Lift, MapRef, Monomial, Mul,
+                 Nested, Query, Rel, Sum, Value)
 
 _fresh = itertools.count()
 
@@ -40,7 +40,20 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
         return Cond(atom.pred.rename(mapping))
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
+    if isinstance(atom, Nested):
+        return Nested(r(atom.var), rename_inputs(atom.query, mapping))
+    if isinstance(atom, Domain):
+        return Domain(rename_inputs(atom.query, mapping))
     raise TypeError(type(atom).__name__)
+
+
+def rename_inputs(query: Query, mapping: Dict[str, str]) -> Query:
+    """Rename a nested query's group (input) variables; its private variables are its own."""
+    inner = {k: v for k, v in mapping.items() if k in query.group}
+    if not inner:
+        return query
+    group = tuple(dict.fromkeys(inner.get(g, g) for g in query.group))
+    return Query(group, tuple(rename_monomial(m, inner) for m in query.monomials))
 
 
 def rename_monomial(mono: Monomial, mapping: Dict[str, str]) -> Monomial:
@@ -51,7 +64,7 @@ def expand(expr: Expr) -> List[Monomial]:
     """Polynomial expansion of an expression into monomials (no simplification)."""
     if isinstance(expr, Const):
         return [Monomial(expr.value, ())] if expr.value != 0 else []
-    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift)):
+    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain)):
         return [Monomial(1, (expr,))]
     if isinstance(expr, Add):
         return [m for t in expr.terms for m in expand(t)]
@@ -173,7 +186,8 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
     return None
 
 
-_KIND_ORDER = {DeltaRel: 0, Rel: 1, MapRef: 2, Lift: 3, Value: 4, Cond: 5, Const: 6}
+_KIND_ORDER = {DeltaRel: 0, Domain: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,
+               Const: 8}
 
 
 def _atom_sort_key(atom: Atom):

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Set
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from ..calculus.ir import DeltaRel, Rel
+from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import VALUE, Program
 from ..spark.io import arrow_frame, read_table
 from ..spark.lower import MULT, AtomSource, SqlBuilder, lower_query, q
@@ -35,10 +35,9 @@ def relation_columns(program: Program) -> Dict[str, List[str]]:
 
 
 def _collect(query, cols):
-    for mono in query.monomials:
-        for a in mono.atoms:
-            if isinstance(a, (Rel, DeltaRel)):
-                cols.setdefault(a.table, set()).update(a.columns)
+    for a in walk_atoms(query):       # nested aggregates read base columns too
+        if isinstance(a, (Rel, DeltaRel)):
+            cols.setdefault(a.table, set()).update(a.columns)
 
 
 class BatchSources(AtomSource):

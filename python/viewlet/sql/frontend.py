@@ -60,16 +60,40 @@ class _Instance:
 
 
 class _Translator:
-    def __init__(self, sql: str, resolver: TableResolver):
+    def __init__(self, sql: str, resolver: TableResolver, outer: "Optional[_Translator]" = None):
         self.sql = sql
         self.resolver = resolver
+        self.outer = outer                          # enclosing query of a subquery
         self.instances: List[_Instance] = []
-        self.relation_names: Dict[str, str] = {}    # table id -> relation name
-        self.tables: Dict[str, TableInfo] = {}
-        self.parent: Dict[str, str] = {}            # union-find over variables (join equalities)
-        self.var_columns: Dict[str, Tuple[str, str]] = {}
-        self.nullable: Dict[str, bool] = {}
-        self.counter = 0
+        if outer is None:
+            self.relation_names: Dict[str, str] = {}    # table id -> relation name
+            self.tables: Dict[str, TableInfo] = {}
+            self.parent: Dict[str, str] = {}            # union-find over variables (equalities)
+            self.var_columns: Dict[str, Tuple[str, str]] = {}
+            self.nullable: Dict[str, bool] = {}
+            self._counter = [0]
+        else:                                       # one variable namespace for all scopes
+            self.relation_names, self.tables = outer.relation_names, outer.tables
+            self.parent, self.var_columns = outer.parent, outer.var_columns
+            self.nullable, self._counter = outer.nullable, outer._counter
+
+    @property
+    def counter(self) -> int:
+        return self._counter[0]
+
+    @counter.setter
+    def counter(self, value: int):
+        self._counter[0] = value
+
+    def outer_vars(self) -> set:
+        """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
+        out = set()
+        scope = self.outer
+        while scope is not None:
+            for inst in scope.instances:
+                out |= {self.find(v) for v in inst.vars.values()}
+            scope = scope.outer
+        return out
 
     # -- names ---------------------------------------------------------------------------
     def fail(self, construct: str, node: Optional[exp.Expression] = None, detail: str = ""):
@@ -95,6 +119,8 @@ class _Translator:
         name, qual = col.name, col.table
         if qual:
             matches = [i for i in self.instances if i.alias.lower() == qual.lower()]
+            if not matches and self.outer is not None:
+                return self.outer.column_var(col)      # a correlated reference
             if not matches:
                 raise ViewletError(f"Unknown table or alias '{qual}' in column '{col.sql()}'.",
                                    position_of(col))
@@ -105,6 +131,8 @@ class _Translator:
                                    f"{', '.join(c.name for c in inst.table.columns)}.", position_of(col))
         else:
             matches = [i for i in self.instances if i.table.column(name) is not None]
+            if not matches and self.outer is not None:
+                return self.outer.column_var(col)
             if not matches:
                 raise ViewletError(f"Column '{name}' does not exist in any table of the query.",
                                    position_of(col))
@@ -138,6 +166,9 @@ class _Translator:
 
     def to_scalar(self, node: exp.Expression) -> Scalar:
         """Replace column references by (unified) variables."""
+        if has_subquery(node):
+            raise ViewletError("internal: subquery reached to_scalar", position_of(node))
+
         def swap(n):
             if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
                 return exp.column(self.column_var(n), quoted=True)
@@ -182,16 +213,16 @@ class _Translator:
             predicates.append(tree.args["where"].this)
 
         for pred in predicates:
-            if pred.find(exp.AggFunc):
-                self.fail("an aggregate in WHERE or ON", pred.find(exp.AggFunc),
-                          "Filter on aggregates with HAVING.")
+            agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
+            if agg is not None:
+                self.fail("an aggregate in WHERE or ON", agg, "Filter on aggregates with HAVING.")
         conds = self._unify(predicates)
         group_items = self._group_items(tree)
         selects = self._expand_star(tree.expressions)
         # Every column the query mentions becomes a variable of its table's atom.
         having = tree.args.get("having")
         for node in conds + group_items + selects + ([having.this] if having is not None else []):
-            for col in node.find_all(exp.Column):
+            for col in outer_columns(node):
                 if not isinstance(col.this, exp.Star):
                     self.column_var(col)
         has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
@@ -232,6 +263,13 @@ class _Translator:
                 if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
                         and isinstance(c.right, exp.Column):
                     a, b = self.column_var(c.left), self.column_var(c.right)
+                    if a != b and self.outer is not None:
+                        outer = self.outer_vars()
+                        if a in outer and b in outer:
+                            rest.append(c)         # not this subquery's to decide
+                            continue
+                        if b in outer:
+                            a, b = b, a            # outer variables keep their names
                     if a != b:
                         self.parent[b] = a
                         self.nullable[a] = self.nullable[a] and self.nullable[b]
@@ -277,13 +315,22 @@ class _Translator:
         return items
 
     def _base_atoms(self, conds) -> List:
+        # Predicates first: a subquery's correlated references add columns to our tables.
+        preds: List = []
+        for c in conds:
+            preds += self.predicate_atoms(c)
         atoms: List = []
         for inst in self.instances:
             cols = tuple(sorted(inst.vars))
             atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
                              tuple(self.find(inst.vars[c]) for c in cols)))
-        atoms += [Cond(self.to_scalar(c)) for c in conds]
-        return atoms
+        return atoms + preds
+
+    def predicate_atoms(self, pred: exp.Expression) -> List:
+        if not has_subquery(pred):
+            return [Cond(self.to_scalar(pred))]
+        from .subqueries import SubqueryTranslator
+        return SubqueryTranslator(self).predicate(pred)
 
     def _aggregate_view(self, tree, selects, group_items, conds) -> ViewSpec:
         # Group keys: a plain column is its variable; any other expression is assigned.
@@ -423,6 +470,30 @@ class _StateColumns:
                 return existing
         self.columns[name] = q
         return name
+
+
+def has_subquery(node: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists)) for n in node.walk())
+
+
+def outer_nodes(node: exp.Expression):
+    """The nodes of an expression outside its subqueries."""
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    yield node
+    for child in node.iter_expressions():
+        yield from outer_nodes(child)
+
+
+def outer_columns(node: exp.Expression):
+    """Column references of an expression, not those inside its subqueries."""
+    if isinstance(node, exp.Column):
+        yield node
+        return
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    for child in node.iter_expressions():
+        yield from outer_columns(child)
 
 
 def _product_factors(node: exp.Expression) -> List[exp.Expression]:
