@@ -12,6 +12,7 @@ evaluated only for those inputs instead of over its whole range.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import product as cartesian
 
 from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Lift, MapRef, Mul, Nested, Query, Rel,
@@ -21,6 +22,8 @@ RELATIONAL = (Rel, DeltaRel, MapRef, Domain)
 
 
 def delta(expr: Expr, table: str) -> Expr:
+    if isinstance(expr, _NestedGroup):
+        return expr.delta(table)
     if isinstance(expr, Rel):
         return DeltaRel(expr.table, expr.columns, expr.vars) if expr.table == table else ZERO
     if isinstance(expr, Nested):
@@ -66,12 +69,52 @@ def _delta_nested(atom: Nested, table: str) -> Expr:
     return diff
 
 
+@dataclass(frozen=True)
+class _NestedGroup:
+    """Several nested aggregates of one product that the batch changes: their joint delta
+    D * (prod(new) - prod(old)) takes 2 terms where the product rule takes 2^(n+1) - 2."""
+    atoms: tuple
+
+    def delta(self, table: str) -> Expr:
+        news, dqs = [], []
+        for a in self.atoms:
+            dq = nested_delta_query(a.query, table)
+            dqs.append(dq)
+            news.append(Nested(a.var, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
+                                                                      a.query.group))))
+        diff = Add((Mul(tuple(news)), Mul((Const(-1),) + tuple(self.atoms))))
+        group = dqs[0].group
+        if group and all(dq.group == group and binds_inputs(dq) for dq in dqs):
+            union = Query(group, tuple(m for dq in dqs for m in dq.monomials))
+            return Mul((Domain(union), diff))
+        return diff
+
+
+def _plain(f):
+    return Mul(f.atoms) if isinstance(f, _NestedGroup) else f
+
+
+def _simplify(monos, keep):
+    from .normalize import simplify
+    return simplify(monos, keep)
+
+
+def _group_nested(factors, table):
+    changed = [f for f in factors if isinstance(f, Nested)
+               and not nested_delta_query(f.query, table).is_zero()]
+    if len(changed) < 2:
+        return list(factors)
+    rest = [f for f in factors if not any(f is c for c in changed)]
+    return rest + [_NestedGroup(tuple(changed))]
+
+
 def _delta_product(factors, table) -> Expr:
     """d(f1*...*fn) = sum over non-empty sets S of changed factors of prod(i in S ? dfi : fi).
 
     This is the binary rule dQ1*Q2 + Q1*dQ2 + dQ1*dQ2 applied n-ary; the terms with several
     delta factors are what self-joins need when one batch touches both occurrences.
     """
+    factors = _group_nested(factors, table)
     deltas = [delta(f, table) for f in factors]
     changed = [i for i, d in enumerate(deltas) if d != ZERO]
     terms = []
@@ -79,7 +122,7 @@ def _delta_product(factors, table) -> Expr:
         if not any(choice):
             continue
         picked = {i for i, take in zip(changed, choice) if take}
-        terms.append(Mul(tuple(deltas[i] if i in picked else f for i, f in enumerate(factors))))
+        terms.append(Mul(tuple(deltas[i] if i in picked else _plain(f) for i, f in enumerate(factors))))
     if not terms:
         return ZERO
     return terms[0] if len(terms) == 1 else Add(tuple(terms))

@@ -124,8 +124,9 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
         text = f"({inner}) AS {base}"
         for n, atom in enumerate(nested):
             nalias = f"n{stage}_{n}"
+            eq = "=" if _range_restricted(atom) else "<=>"
             text += f" LEFT JOIN ({_nested_sql(atom, inner, cols, source, sb)}) AS {nalias} ON " + (
-                " AND ".join(f"{base}.{q(cols[g])} <=> {nalias}.{q(cols[g])}" for g in atom.inputs)
+                " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(cols[g])}" for g in atom.inputs)
                 or "TRUE")
         froms, where, mults = [text], [], [f"{base}.{q(MULT)}"]
         new_binding = {v: f"{base}.{q(c)}" for v, c in cols.items()}
@@ -137,7 +138,6 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
                 new_binding[atom.var] = value
             pending.remove(atom)
         binding = new_binding
-        mono = Monomial(mono.coef, mono.atoms)   # coefficient applied once, below
     if pending:
         missing = sorted(set().union(*(a.free_vars() for a in pending)) - set(binding))
         raise ViewletError(f"internal: unbound variables {missing} in {pending}")
@@ -163,6 +163,17 @@ def _product(mults, default) -> str:
     return " * ".join(mults) if mults else str(default)
 
 
+def _range_restricted(atom: Nested) -> bool:
+    for m in atom.query.monomials:
+        bound = set()
+        for a in m.atoms:
+            if isinstance(a, (Rel, DeltaRel, MapRef, Domain)):
+                bound |= set(a.vars)
+        if not set(atom.inputs) <= bound:
+            return False
+    return True
+
+
 def _nested_sql(atom: Nested, enclosing: str, cols, source, sb) -> str:
     """The nested query's value per distinct binding of its inputs in the enclosing rows."""
     inputs = list(atom.inputs)
@@ -170,6 +181,14 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb) -> str:
     if not atom.query.monomials:
         return (f"SELECT DISTINCT {', '.join(q(k) for k in keys) + ', ' if keys else ''}"
                 f"CAST(0 AS BIGINT) AS {q(NESTED)} FROM ({enclosing}) AS e")
+    if _range_restricted(atom):
+        # Every monomial binds the inputs itself: aggregate per input, no enclosing rows
+        # needed (the LEFT JOIN back uses SQL `=`, so NULL inputs get 0, as correlation does).
+        parts = [lower_monomial(m, inputs, source, sb, keys, NESTED) for m in atom.query.monomials]
+        union = " UNION ALL ".join(f"({p})" for p in parts)
+        key_list = ", ".join(q(k) for k in keys)
+        return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
+                f"FROM ({union}) AS u" + (f" GROUP BY {key_list}" if keys else ""))
     pre = None
     if inputs:
         domain = f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({enclosing}) AS e) AS inp"

@@ -19,7 +19,7 @@ from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
-from .tables import TableInfo, TableResolver
+from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
 
@@ -57,6 +57,33 @@ class _Instance:
     def __init__(self, alias: str, table: TableInfo, relation: str):
         self.alias, self.table, self.relation = alias, table, relation
         self.vars: Dict[str, str] = {}      # column (lower) -> variable
+
+
+class _DerivedTable:
+    """The output columns of a FROM subquery, looked up like a table's."""
+
+    def __init__(self, alias: str):
+        self.display = alias
+        self.columns: List[ColumnInfo] = []
+
+    def column(self, name: str):
+        low = name.lower()
+        return next((c for c in self.columns if c.name.lower() == low), None)
+
+
+class _Derived:
+    def __init__(self, alias: str, child, conds):
+        self.alias, self.child, self.conds = alias, child, conds
+        self.table = _DerivedTable(alias)
+        self.relation = None
+        self.vars: Dict[str, str] = {}
+        self.lifts: List[Tuple[str, exp.Expression]] = []
+
+    def add(self, name: str, var: str, nullable: bool):
+        if self.table.column(name) is not None:
+            raise ViewletError(f"Column '{name}' appears twice in FROM subquery '{self.alias}'.")
+        self.table.columns.append(ColumnInfo(name, "", nullable))
+        self.vars[name.lower()] = var
 
 
 class _Translator:
@@ -143,6 +170,8 @@ class _Translator:
             inst = matches[0]
         info = inst.table.column(name)
         key = info.name.lower()
+        if isinstance(inst, _Derived):
+            return self.find(inst.vars[key])
         if key not in inst.vars:
             var = f"{_ident(inst.alias)}_{_ident(info.name)}".lower()
             while var in self.var_columns:
@@ -233,9 +262,60 @@ class _Translator:
     def _add_source(self, node):
         if isinstance(node, exp.Table):
             self.add_table(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            self._add_derived(node)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
-                      "Only base tables are supported in FROM so far.")
+                      "Only base tables and subqueries are supported in FROM so far.")
+
+    def _add_derived(self, node: exp.Subquery):
+        """A subquery in FROM without aggregation is inlined: its tables and conditions join
+        the enclosing query, its output columns are its expressions' variables."""
+        select = node.this
+        alias = node.alias_or_name
+        if not alias:
+            self.fail("a subquery in FROM without an alias", node)
+        if select.args.get("group") is not None or select.args.get("having") is not None \
+                or select.args.get("distinct") is not None \
+                or any(isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s)):
+            self.fail("an aggregating subquery in FROM", node,
+                      "Create it as its own incremental view, or move the aggregation out.")
+        reject_unsupported(select, self.sql)
+        child = _Translator(self.sql, self.resolver, outer=self)
+        child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            self.fail("a subquery without FROM", select)
+        predicates: List[exp.Expression] = []
+        child._add_source(from_.this)
+        for join in select.args.get("joins") or []:
+            child._add_join(join, predicates)
+        if select.args.get("where") is not None:
+            predicates.append(select.args["where"].this)
+        conds = child._unify(predicates)
+        for c in conds:
+            for col in outer_columns(c):
+                if not isinstance(col.this, exp.Star):
+                    child.column_var(col)
+        derived = _Derived(alias, child, conds)
+        for item in child._expand_star(select.expressions):
+            name = item.alias_or_name
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if has_subquery(inner):
+                self.fail("a subquery in the select list of a FROM subquery", inner)
+            if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+                var = child.column_var(inner)
+            else:
+                for col in outer_columns(inner):
+                    child.column_var(col)
+                var = self.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "d")
+                self.parent[var] = var
+                self.nullable[var] = True
+                derived.lifts.append((var, inner))
+            derived.add(name, var, self.nullable.get(var, True))
+        if any(i.alias.lower() == alias.lower() for i in self.instances):
+            self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+        self.instances.append(derived)
 
     def _add_join(self, join: exp.Join, predicates):
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
@@ -321,6 +401,10 @@ class _Translator:
             preds += self.predicate_atoms(c)
         atoms: List = []
         for inst in self.instances:
+            if isinstance(inst, _Derived):
+                atoms += inst.child._base_atoms(inst.conds)
+                atoms += [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
+                continue
             cols = tuple(sorted(inst.vars))
             atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
                              tuple(self.find(inst.vars[c]) for c in cols)))
