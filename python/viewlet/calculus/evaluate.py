@@ -279,6 +279,36 @@ def _compile(node: exp.Expression) -> Fn:
         return to_decimal
     if isinstance(node, exp.Cast) and node.to.this in _EXACT_TYPES:
         return _compile(node.this)                    # doubles kept exact: tests compare exactly
+    if isinstance(node, exp.Like):
+        inner, pattern = _compile(node.this), _compile(node.expression)
+
+        def like(b):
+            v, p = inner(b), pattern(b)
+            if v is None or p is None:
+                return None
+            import re
+            rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in p)
+            return re.fullmatch(rx, v, re.S) is not None
+        return like
+    if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
+        return _compile(node.this)
+    if isinstance(node, exp.Year):
+        inner = _compile(node.this)
+        return lambda b: None if inner(b) is None else inner(b).year
+    if isinstance(node, exp.Substring):
+        inner = _compile(node.this)
+        start = _compile(node.args["start"])
+        length = _compile(node.args["length"]) if node.args.get("length") is not None else None
+
+        def substring(b):
+            v, s = inner(b), start(b)
+            n = length(b) if length is not None else None
+            if v is None or s is None or (length is not None and n is None):
+                return None
+            s = int(s)
+            begin = s - 1 if s > 0 else (len(v) + s if s < 0 else 0)
+            return v[max(begin, 0):] if n is None else v[max(begin, 0):max(begin, 0) + int(n)]
+        return substring
     if isinstance(node, exp.Case):
         if node.this is not None:
             subject = _compile(node.this)

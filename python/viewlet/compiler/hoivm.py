@@ -147,11 +147,16 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
     progress = True
     while pending and progress:
         progress = False
+        unplaced = {a.var for a in pending if isinstance(a, Lift)}
         for atom in list(pending):
             fv = atom.free_vars()
+            if (fv - {getattr(atom, "var", None)}) & unplaced and not fv & trigger_vars:
+                continue                 # wait until the assignments it reads are placed
             if fv & trigger_vars or not fv:
                 outside.append(atom)
                 pending.remove(atom)
+                if isinstance(atom, Lift):      # bound outside: what reads it stays outside
+                    trigger_vars = trigger_vars | {atom.var}
                 progress = True
                 continue
             touched = {find(i) for v in fv for i in owners.get(v, [])}
