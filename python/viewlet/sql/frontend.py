@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..calculus.ir import Cond, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import Add, Cond, Const, Lift, Mul, Query, Rel, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
@@ -503,6 +503,11 @@ class _Translator:
             values = [Value(self.to_scalar(f)) for f in factors]
             not_null = [Cond(self.to_scalar(exp.Not(this=exp.Is(this=f.copy(), expression=exp.Null()))))
                         for f in factors if self.is_nullable(f)]
+            if not not_null and _linear_terms(arg) is not None and len(_linear_terms(arg)) > 1:
+                # Polynomial expansion ([J] rule 2): SUM(a - b) over non-NULL inputs is
+                # SUM(a) - SUM(b), so each term's factors can go to the maps of their tables.
+                values = [Add(tuple(Mul((Const(c),) + tuple(Value(self.to_scalar(f)) for f in fs))
+                                    for c, fs in _linear_terms(arg)))]
             total = state.add(f"s{idx}", base, values)
             cnt = state.add(f"n{idx}", base, not_null) if not_null else COUNT_COLUMN
             spec = AggregateSpec("sum" if isinstance(node, exp.Sum) else "avg", key, placeholder,
@@ -578,6 +583,28 @@ def outer_columns(node: exp.Expression):
         return
     for child in node.iter_expressions():
         yield from outer_columns(child)
+
+
+def _linear_terms(node: exp.Expression):
+    """node as a sum of signed products [(coefficient, [factors])], or None when it is not
+    built from +, -, * and parentheses alone."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.Add, exp.Sub)):
+        left, right = _linear_terms(node.left), _linear_terms(node.right)
+        if left is None or right is None:
+            return None
+        sign = 1 if isinstance(node, exp.Add) else -1
+        return left + [(sign * c, f) for c, f in right]
+    if isinstance(node, exp.Neg):
+        inner = _linear_terms(node.this)
+        return None if inner is None else [(-c, f) for c, f in inner]
+    if isinstance(node, exp.Mul):
+        left, right = _linear_terms(node.left), _linear_terms(node.right)
+        if left is None or right is None:
+            return None
+        return [(a * b, fa + fb) for a, fa in left for b, fb in right]
+    return [(1, [node])]
 
 
 def _product_factors(node: exp.Expression) -> List[exp.Expression]:
