@@ -65,8 +65,35 @@ def _delta_nested(atom: Nested, table: str) -> Expr:
                                  simplify(atom.query.monomials + dq.monomials, atom.query.group)))
     diff = Add((new, Mul((Const(-1), atom))))
     if atom.query.group and binds_inputs(dq):
-        return Mul((Domain(dq), diff))
+        return Mul((domain_of(dq), diff))
     return diff
+
+
+def domain_of(dq: Query) -> Domain:
+    """A superset of the inputs dq touches, as cheap as possible: per monomial, the batch
+    (or inner domain) atom that binds all inputs, instead of the whole delta query. Any
+    superset is correct: outside dq's inputs the nested value does not change."""
+    from .ir import Monomial
+    group = set(dq.group)
+    monos = []
+    for m in dq.monomials:
+        binder = next((a for a in m.atoms if isinstance(a, DeltaRel) and group <= set(a.vars)), None)
+        if binder is not None:
+            # private variables named by column, so equal batch atoms become one
+            names = tuple(v if v in group else f"dom_{c}".lower()
+                          for c, v in zip(binder.columns, binder.vars))
+            monos.append(Monomial(1, (DeltaRel(binder.table, binder.columns, names),)))
+            continue
+        inner = next((a for a in m.atoms if isinstance(a, Domain) and group <= set(a.vars)), None)
+        if inner is not None and tuple(inner.vars) == tuple(dq.group):
+            monos.extend(inner.query.monomials)
+            continue
+        monos.append(m)
+    unique = []
+    for m in monos:
+        if m not in unique:
+            unique.append(m)
+    return Domain(Query(dq.group, tuple(unique)))
 
 
 @dataclass(frozen=True)
@@ -86,7 +113,7 @@ class _NestedGroup:
         group = dqs[0].group
         if group and all(dq.group == group and binds_inputs(dq) for dq in dqs):
             union = Query(group, tuple(m for dq in dqs for m in dq.monomials))
-            return Mul((Domain(union), diff))
+            return Mul((domain_of(union), diff))
         return diff
 
 

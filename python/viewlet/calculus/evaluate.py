@@ -402,7 +402,14 @@ class _Tables:
 
     def _entries(self, atom) -> Dict[tuple, Any]:
         if isinstance(atom, Domain):
-            return {k: 1 for k in _evaluate(atom.query, self)}
+            # every key some row of the query reaches (not only keys whose sum is non-zero):
+            # a domain is the set of inputs a batch touches
+            keys = {}
+            for mono in atom.query.monomials:
+                for key, mult in _eval_monomial(mono, tuple(atom.query.group), self):
+                    if mult != 0:
+                        keys[key] = 1
+            return keys
         if isinstance(atom, MapRef):
             key = ("map", atom.name)
             if key not in self._proj:

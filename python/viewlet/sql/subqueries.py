@@ -212,6 +212,11 @@ class SubqueryTranslator:
         if not isinstance(node, (exp.Sum, exp.Avg)):
             child.fail(f"the aggregate {node.key.upper()} in a subquery", node,
                        "Supported in subqueries: SUM, COUNT, AVG.")
+        if star and isinstance(node, exp.Sum):
+            # SUM(constant) is the row count times the constant (one nested aggregate)
+            count = self._nested(child, base, [], "cnt")
+            return exp.Paren(this=_sql(f"CASE WHEN `{count}` = 0 THEN NULL ELSE "
+                                       f"`{count}` * ({arg.sql(dialect='spark')}) END"))
         total = self._nested(child, base, [Value(child.to_scalar(arg))], "sum")
         count = self._nested(child, base, [] if star or not child.is_nullable(arg)
                              else [_not_null(child, arg)], "cnt")
