@@ -137,7 +137,31 @@ def simplify_monomial(mono: Monomial, keep: frozenset) -> Monomial | None:
                 break
     if coef == 0:
         return None
+    atoms = _project_unused_columns(atoms, keep)
     return Monomial(coef, tuple(sorted(atoms, key=_atom_sort_key)))
+
+
+def _project_unused_columns(atoms, keep: frozenset):
+    """A relation column whose variable nothing else reads is summed away: R(a: x, b: y)
+    with y used nowhere is the projection R(a: x) (so equal maps print equally). Batch
+    atoms keep their columns: a domain (the keys a batch touches) must see every changed
+    row, also rows whose multiplicities cancel on the projection."""
+    uses: Dict[str, int] = {}
+    for a in atoms:
+        if isinstance(a, (Rel, DeltaRel)):
+            for v in a.vars:
+                uses[v] = uses.get(v, 0) + 1
+        else:
+            for v in a.free_vars():
+                uses[v] = uses.get(v, 0) + 2
+    out = []
+    for a in atoms:
+        if isinstance(a, Rel):
+            cols = [(c, v) for c, v in zip(a.columns, a.vars) if v in keep or uses[v] > 1]
+            if len(cols) != len(a.columns):
+                a = type(a)(a.table, tuple(c for c, _ in cols), tuple(v for _, v in cols))
+        out.append(a)
+    return out
 
 
 def _fold_constant(atom: Atom):
