@@ -96,3 +96,61 @@ def test_refused_with_a_named_construct(name):
 def test_program_equals_reevaluation(name):
     batches = 3 if name in HEAVY else 6
     check_equivalence(load(name), None, 0, tables=TPCH, batches=batches, row=tpch_row)
+
+
+def _aux_by_shape(program):
+    """{(sorted relations, number of keys, has a value term): map name} of the aux maps."""
+    from viewlet.calculus.ir import Value
+    out = {}
+    for name, m in program.maps.items():
+        if name == program.view_map:
+            continue
+        (q,) = m.values.values()
+        valued = any(isinstance(a, Value) for mono in q.monomials for a in mono.atoms)
+        out[(tuple(sorted(q.relations())), len(m.keys), valued)] = name
+    return out
+
+
+def test_q18a_program_matches_the_journal_figure_3():
+    """[J] Fig. 3: maps Q_O2[ok] = Sum(LI * qty), Q_O1[ck] = Sum(C), Q_LI[ck, ok] = Sum(C * O),
+    Q_LI,C[ck, ok] = Sum(O) (plus the per-order row count SQL needs for SUM over no rows,
+    which the middle query's SUM(1) shares); a lineitem batch updates Q_O2 and, for the
+    orders it touches only (domain extraction), the view through Q_LI."""
+    _, program = compile_sql(load("q18a"), tables=TPCH)
+    shapes = _aux_by_shape(program)
+    assert set(shapes) == {(("lineitem",), 1, True), (("lineitem",), 1, False),
+                           (("customer",), 1, False), (("customer", "orders"), 2, False),
+                           (("orders",), 2, False)}, shapes
+    q_o2, li_count = shapes[(("lineitem",), 1, True)], shapes[(("lineitem",), 1, False)]
+    q_o1, q_li = shapes[(("customer",), 1, False)], shapes[(("customer", "orders"), 2, False)]
+    q_lic = shapes[(("orders",), 2, False)]
+
+    def targets(rel):
+        return {s.target: s for s in program.statements_for(rel)}
+
+    li = program.statements_for("lineitem")
+    assert {s.target for s in li} == {q_o2, li_count, program.view_map}
+    for s in li:
+        if s.target == program.view_map:           # statements 08/09
+            assert s.mode() == "incremental-domain"
+            assert q_li in s.maps_read() and q_o2 in s.maps_read()
+        else:                                        # statement 10
+            assert s.mode() == "incremental" and not s.maps_read()
+    orders = targets("orders")                       # statements 04-07
+    assert set(orders) == {q_li, q_lic, program.view_map}
+    assert orders[q_li].maps_read() == [q_o1] and orders[q_lic].maps_read() == []
+    customer = targets("customer")                   # statements 01-03
+    assert set(customer) == {q_o1, q_li, program.view_map}
+    assert customer[q_li].maps_read() == [q_lic] and customer[q_o1].maps_read() == []
+    assert all(s.mode() == "incremental" for s in program.statements_for("customer"))
+
+
+def test_q22a_customer_batches_reevaluate_and_orders_batches_use_the_domain():
+    """[J] §5.1: Q22a's uncorrelated total over customer makes customer batches re-evaluate
+    (old and new value); its count of orders per customer is equality-correlated, so orders
+    batches only revisit the customers they touch."""
+    _, program = compile_sql(load("q22a"), tables=TPCH)
+    modes = {rel: {s.mode() for s in program.statements_for(rel) if s.target == program.view_map}
+             for rel in ("customer", "orders")}
+    assert modes["customer"] == {"reevaluate (old and new nested values)"}
+    assert modes["orders"] == {"incremental-domain"}

@@ -54,7 +54,7 @@ class Statement:
         return "reevaluate (old and new nested values)" if changed else "incremental"
 
     def maps_read(self):
-        return sorted({a.name for m in self.rhs.monomials for a in m.atoms if isinstance(a, MapRef)})
+        return sorted({a.name for a in walk_atoms(self.rhs) if isinstance(a, MapRef)})
 
     def relations_read(self):
         return sorted({a.table for m in self.rhs.monomials for a in m.atoms if isinstance(a, Rel)})
