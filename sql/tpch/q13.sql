@@ -1,8 +1,7 @@
 -- TPC-H Q13 (customer distribution), streaming form.
 -- Changes from the official query ([J] §8):
 --   * no ORDER BY;
---   * the LEFT OUTER JOIN is an inner join.
--- Refused by Viewlet so far: the FROM subquery aggregates.
+--   * the LEFT OUTER JOIN is an inner join (customers without orders are not counted).
 SELECT c_count, COUNT(*) AS custdist
 FROM (
     SELECT c_custkey, COUNT(o_orderkey) AS c_count

@@ -45,3 +45,30 @@ def test_nested_program_equals_reevaluation(name, depth):
     for seed in SEEDS:
         nonempty += check_equivalence(SHAPES[name], depth, seed).nonempty
     assert nonempty >= 1, nonempty
+
+
+FROM_SHAPES = {
+    "from_aggregate":
+        "SELECT x.n, COUNT(*) FROM (SELECT r.b, COUNT(*) AS n, SUM(r.a) AS sa FROM r GROUP BY r.b) x "
+        "WHERE x.sa > 1 GROUP BY x.n",
+    "from_aggregate_join":
+        "SELECT s.c, SUM(x.sa) FROM s, (SELECT r.b, SUM(r.a) AS sa FROM r GROUP BY r.b) x "
+        "WHERE s.b = x.b GROUP BY s.c",
+    "from_plain":
+        "SELECT y.k, COUNT(*) FROM (SELECT r.a + 1 AS k, s.c FROM r, s WHERE r.b = s.b) y "
+        "WHERE y.c > 1 GROUP BY y.k",
+    "from_global_aggregate":
+        "SELECT COUNT(*) FROM r, (SELECT COUNT(*) AS n FROM s) x WHERE r.a < x.n",
+    "not_exists_over_groups":
+        "SELECT x.b, x.sa FROM (SELECT r.b, SUM(r.a) AS sa FROM r GROUP BY r.b) x WHERE NOT EXISTS "
+        "(SELECT 1 FROM (SELECT r2.b, SUM(r2.a) AS sa FROM r r2 GROUP BY r2.b) y WHERE y.sa > x.sa)",
+}
+
+
+@pytest.mark.parametrize("depth", [None, 1], ids=lambda d: f"depth{d}")
+@pytest.mark.parametrize("name", sorted(FROM_SHAPES))
+def test_from_subquery_program_equals_reevaluation(name, depth):
+    nonempty = 0
+    for seed in SEEDS:
+        nonempty += check_equivalence(FROM_SHAPES[name], depth, seed).nonempty
+    assert nonempty >= 1, nonempty

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product as cartesian
 
-from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Lift, MapRef, Mul, Nested, Query, Rel,
-                 Sum, Value, ZERO)
+from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Mul, Nested, Query,
+                 Rel, Sum, Value, ZERO)
 
-RELATIONAL = (Rel, DeltaRel, MapRef, Domain)
+RELATIONAL = (Rel, DeltaRel, MapRef, Domain, Groups)
+NESTED = (Nested, Groups)
 
 
 def delta(expr: Expr, table: str) -> Expr:
@@ -26,7 +27,7 @@ def delta(expr: Expr, table: str) -> Expr:
         return expr.delta(table)
     if isinstance(expr, Rel):
         return DeltaRel(expr.table, expr.columns, expr.vars) if expr.table == table else ZERO
-    if isinstance(expr, Nested):
+    if isinstance(expr, NESTED):
         return _delta_nested(expr, table)
     if isinstance(expr, (DeltaRel, MapRef, Const, Value, Cond, Lift, Domain)):
         return ZERO
@@ -56,13 +57,19 @@ def binds_inputs(query: Query) -> bool:
     return bool(query.monomials)
 
 
-def _delta_nested(atom: Nested, table: str) -> Expr:
+def _with_query(atom, query: Query):
+    if isinstance(atom, Groups):
+        return Groups(query)
+    return Nested(atom.var, query, atom.null_safe)
+
+
+def _delta_nested(atom, table: str) -> Expr:
     from .normalize import simplify
     dq = nested_delta_query(atom.query, table)
     if dq.is_zero():
         return ZERO
-    new = Nested(atom.var, Query(atom.query.group,
-                                 simplify(atom.query.monomials + dq.monomials, atom.query.group)))
+    new = _with_query(atom, Query(atom.query.group,
+                                  simplify(atom.query.monomials + dq.monomials, atom.query.group)))
     diff = Add((new, Mul((Const(-1), atom))))
     if atom.query.group and binds_inputs(dq):
         return Mul((domain_of(dq), diff))
@@ -107,8 +114,8 @@ class _NestedGroup:
         for a in self.atoms:
             dq = nested_delta_query(a.query, table)
             dqs.append(dq)
-            news.append(Nested(a.var, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
-                                                                      a.query.group))))
+            news.append(_with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
+                                                                       a.query.group))))
         diff = Add((Mul(tuple(news)), Mul((Const(-1),) + tuple(self.atoms))))
         group = dqs[0].group
         if group and all(dq.group == group and binds_inputs(dq) for dq in dqs):
@@ -127,7 +134,7 @@ def _simplify(monos, keep):
 
 
 def _group_nested(factors, table):
-    changed = [f for f in factors if isinstance(f, Nested)
+    changed = [f for f in factors if isinstance(f, NESTED)
                and not nested_delta_query(f.query, table).is_zero()]
     if len(changed) < 2:
         return list(factors)

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from sqlglot import exp
 
-from .ir import Const, Cond, DeltaRel, Domain, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from .ir import Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
 from .scalar import Scalar
 
 Row = Mapping[str, Any]
@@ -393,6 +393,13 @@ class _Tables:
         self._index: Dict[tuple, Dict[tuple, List[Tuple[tuple, Any]]]] = {}
         self._by_atom: Dict[Any, Dict[tuple, Any]] = {}
 
+    def grouped(self, query) -> Dict[tuple, Any]:
+        """The query evaluated per group (cached)."""
+        key = ("grouped", query)
+        if key not in self._by_atom:
+            self._by_atom[key] = _evaluate(query, self)
+        return self._by_atom[key]
+
     def entries(self, atom) -> Dict[tuple, Any]:
         """{value tuple for the atom's variables: multiplicity or map value}, zeros dropped."""
         found = self._by_atom.get(atom)
@@ -401,6 +408,8 @@ class _Tables:
         return found
 
     def _entries(self, atom) -> Dict[tuple, Any]:
+        if isinstance(atom, Groups):
+            return {k: 1 for k in _evaluate(atom.query, self)}
         if isinstance(atom, Domain):
             # every key some row of the query reaches (not only keys whose sum is non-zero):
             # a domain is the set of inputs a batch touches
@@ -443,7 +452,7 @@ class _Tables:
         entries = self.entries(atom)
         if not positions:
             return entries.items()
-        ident = (("map", atom.name) if isinstance(atom, MapRef) else ("dom", atom) if isinstance(atom, Domain) else
+        ident = (("map", atom.name) if isinstance(atom, MapRef) else ("dom", atom) if isinstance(atom, (Domain, Groups)) else
                  ("delta" if isinstance(atom, DeltaRel) else "rel", atom.table, atom.columns), positions)
         index = self._index.get(ident)
         if index is None:
@@ -458,7 +467,7 @@ class _Tables:
 # evaluation
 # ---------------------------------------------------------------------------------------------
 
-_RELATIONAL = (Rel, DeltaRel, MapRef, Domain)
+_RELATIONAL = (Rel, DeltaRel, MapRef, Domain, Groups)
 
 
 def evaluate(query: Query, env=None, **parts) -> Dict[tuple, Any]:
@@ -483,6 +492,9 @@ def _evaluate(query: Query, tables: "_Tables") -> Dict[tuple, Any]:
 
 def _nested_value(atom: Nested, binding, tables: "_Tables"):
     """x := Q for the inputs bound in `binding` (0 when Q has no rows for them)."""
+    key = tuple(binding[g] for g in atom.query.group)
+    if atom.null_safe:                 # a GROUP BY group: NULL keys match
+        return tables.grouped(atom.query).get(key, 0)
     init = {g: binding[g] for g in atom.query.group}
     total = 0
     for mono in atom.query.monomials:
@@ -576,13 +588,16 @@ def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init
         rest = remaining[:best] + remaining[best + 1:]
         positions = tuple(i for i, v in enumerate(atom.vars) if v in binding)
         bound_values = tuple(binding[atom.vars[i]] for i in positions)
-        if any(v is None for v in bound_values):
+        null_safe = isinstance(atom, Groups)      # GROUP BY groups: NULL is a key
+        if any(v is None for v in bound_values) and not null_safe:
             return                        # SQL `=`: NULL never matches
         for values, m in tables.lookup(atom, positions, bound_values):
             new = dict(binding)
             ok = True
             for var, val in zip(atom.vars, values):
                 if var in new:
+                    if null_safe and new[var] is None and val is None:
+                        continue
                     # bound earlier or by this atom (a repeated variable): SQL `=`
                     if new[var] is None or val is None or not _cmp_values(new[var], val,
                                                                           lambda p, q: p == q):

@@ -96,6 +96,7 @@ class Lift:
 class Nested:
     var: str
     query: "Query"
+    null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
 
     def free_vars(self):
         return frozenset({self.var}) | frozenset(self.query.group)
@@ -107,6 +108,20 @@ class Nested:
 
 @dataclass(frozen=True)
 class Domain:
+    query: "Query"
+
+    @property
+    def vars(self) -> Tuple[str, ...]:
+        return self.query.group
+
+    def free_vars(self):
+        return frozenset(self.query.group)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """1 for each binding of Q's group variables where Q is non-zero: the rows (groups) of
+    an aggregating subquery in FROM, NULL keys included."""
     query: "Query"
 
     @property
@@ -142,7 +157,7 @@ class Mul:
         return frozenset().union(*(f.free_vars() for f in self.factors))
 
 
-Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain]
+Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups]
 Expr = Union[Atom, Const, Sum, Add, Mul]
 ZERO = Const(0)
 ONE = Const(1)
@@ -169,7 +184,7 @@ class Monomial:
     def relations(self):
         out = {a.table for a in self.atoms if isinstance(a, (Rel, DeltaRel))}
         for a in self.atoms:
-            if isinstance(a, (Nested, Domain)):
+            if isinstance(a, (Nested, Domain, Groups)):
                 out |= a.query.relations()
         return out
 
@@ -213,5 +228,5 @@ def walk_atoms(query: Query):
     for m in query.monomials:
         for a in m.atoms:
             yield a
-            if isinstance(a, (Nested, Domain)):
+            if isinstance(a, (Nested, Domain, Groups)):
                 yield from walk_atoms(a.query)

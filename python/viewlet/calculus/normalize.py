@@ -14,8 +14,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
-from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Lift, MapRef, Monomial, Mul,
-                 Nested, Query, Rel, Sum, Value)
+from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
+                 Mul, Nested, Query, Rel, Sum, Value)
 
 _fresh = itertools.count()
 
@@ -41,7 +41,9 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping))
+        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+    if isinstance(atom, Groups):
+        return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
         return Domain(rename_inputs(atom.query, mapping))
     raise TypeError(type(atom).__name__)
@@ -64,7 +66,7 @@ def expand(expr: Expr) -> List[Monomial]:
     """Polynomial expansion of an expression into monomials (no simplification)."""
     if isinstance(expr, Const):
         return [Monomial(expr.value, ())] if expr.value != 0 else []
-    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain)):
+    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups)):
         return [Monomial(1, (expr,))]
     if isinstance(expr, Add):
         return [m for t in expr.terms for m in expand(t)]
@@ -210,7 +212,7 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
     return None
 
 
-_KIND_ORDER = {DeltaRel: 0, Domain: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,
+_KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,
                Const: 8}
 
 

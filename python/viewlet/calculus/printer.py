@@ -1,7 +1,7 @@
 """Readable AGCA-style text for expressions, monomials and queries (used by EXPLAIN)."""
 from __future__ import annotations
 
-from .ir import (Add, Const, Cond, DeltaRel, Domain, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
+from .ir import (Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
                  Sum, Value)
 
 
@@ -22,6 +22,8 @@ def show(node) -> str:
         return f"({node.var} := {node.expr.key})"
     if isinstance(node, Nested):
         return f"({node.var} := {show(node.query)})"
+    if isinstance(node, Groups):
+        return f"Groups[{', '.join(node.query.group)}]({show(node.query)})"
     if isinstance(node, Domain):
         return f"Dom[{', '.join(node.query.group)}]({show(node.query)})"
     if isinstance(node, Sum):

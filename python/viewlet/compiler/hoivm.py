@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.delta import delta
-from ..calculus.ir import Cond, DeltaRel, Domain, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
 from ..calculus.normalize import normalize, simplify
 from .canonical import canonicalize
 from .program import VALUE, MapDef, Program, Statement
@@ -64,7 +64,7 @@ class Compiler:
         # Rule 4 (decorrelation): a nested aggregate's query becomes maps of its own first;
         # the enclosing monomial then reads them through the assignment.
         mono = Monomial(mono.coef, tuple(self._materialize_inner(a, level)
-                                         if isinstance(a, (Nested, Domain)) else a
+                                         if isinstance(a, (Nested, Domain, Groups)) else a
                                          for a in mono.atoms))
         relations = [a for a in mono.atoms if isinstance(a, Rel)]
         if not relations:
@@ -74,7 +74,7 @@ class Compiler:
         # over them stay in the statement, the other variables they touch become map keys
         # (input-variable extraction).
         trigger_vars = frozenset(inputs).union(*(a.free_vars() for a in mono.atoms
-                                                 if isinstance(a, (DeltaRel, Domain, Nested))))
+                                                 if isinstance(a, (DeltaRel, Domain, Nested, Groups))))
         components, outside = decompose(mono, trigger_vars)
         outside_vars = frozenset(target_keys).union(*(a.free_vars() for a in outside)) | trigger_vars
         new_atoms: List = list(outside)
@@ -90,11 +90,13 @@ class Compiler:
         monos = []
         for m in query.monomials:
             bound = frozenset().union(*(a.free_vars() for a in m.atoms
-                                        if isinstance(a, (Rel, DeltaRel, MapRef, Domain))))
+                                        if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
             free_inputs = frozenset(query.group) - bound
             monos.append(self._materialize(m, query.group, level, free_inputs))
         inner = Query(query.group, simplify(monos, keep=query.group))
-        return Nested(atom.var, inner) if isinstance(atom, Nested) else Domain(inner)
+        if isinstance(atom, Nested):
+            return Nested(atom.var, inner, atom.null_safe)
+        return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
     def _map_for(self, definition: Query, level: int) -> MapRef:
         text, canonical_keys = canonicalize(definition)
@@ -141,7 +143,7 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
 
     others = [a for a in mono.atoms if isinstance(a, (Cond, Value, Lift))]
     placed: Dict[int, List] = {}
-    outside = [a for a in mono.atoms if isinstance(a, (DeltaRel, MapRef, Nested, Domain))]
+    outside = [a for a in mono.atoms if isinstance(a, (DeltaRel, MapRef, Nested, Domain, Groups))]
     pending = list(others)
     # Assignments define variables that later atoms may use: iterate to a fixed point.
     progress = True

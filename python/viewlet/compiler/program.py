@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..calculus.ir import DeltaRel, Domain, MapRef, Nested, Query, Rel, walk_atoms
+from ..calculus.ir import DeltaRel, Domain, Groups, MapRef, Nested, Query, Rel, walk_atoms
 
 VALUE = "__v"  # the value column of a single-valued map
 
@@ -48,7 +48,7 @@ class Statement:
             for a in m.atoms:
                 if isinstance(a, Domain):
                     return "incremental-domain"
-                if isinstance(a, Nested) and any(isinstance(x, DeltaRel)
+                if isinstance(a, (Nested, Groups)) and any(isinstance(x, DeltaRel)
                                                  for x in walk_atoms(a.query)):
                     changed = True
         return "reevaluate (old and new nested values)" if changed else "incremental"

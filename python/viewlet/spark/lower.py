@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 
 from pyspark.sql import DataFrame
 
-from ..calculus.ir import Cond, DeltaRel, Domain, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
 from ..errors import ViewletError
 
 MULT = "__m"
@@ -81,6 +81,16 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
             mults.append(f"{alias}.{q(source.map_value(atom.name))}")
+        elif isinstance(atom, Groups):
+            keys = [f"d{j}" for j in range(len(atom.vars))]
+            inner = lower_query(atom.query, source, sb, keys, "__g", aggregate=True)
+            froms.append(f"(SELECT {', '.join(q(k) for k in keys) or '1 AS unit'} FROM ({inner}) AS gg "
+                         f"WHERE {q('__g')} <> 0) AS {alias}")
+            for k, var in zip(keys, atom.vars):
+                if var in binding:             # GROUP BY groups: NULL is a key
+                    where.append(f"{binding[var]} <=> {alias}.{q(k)}")
+                else:
+                    binding[var] = f"{alias}.{q(k)}"
         elif isinstance(atom, Domain):
             keys = [f"d{j}" for j in range(len(atom.vars))]
             inner = lower_query(atom.query, source, sb, keys, "__d", aggregate=False)
@@ -124,7 +134,7 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
         text = f"({inner}) AS {base}"
         for n, atom in enumerate(nested):
             nalias = f"n{stage}_{n}"
-            eq = "=" if _range_restricted(atom) else "<=>"
+            eq = "=" if _range_restricted(atom) and not atom.null_safe else "<=>"
             text += f" LEFT JOIN ({_nested_sql(atom, inner, cols, source, sb)}) AS {nalias} ON " + (
                 " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(cols[g])}" for g in atom.inputs)
                 or "TRUE")
@@ -167,7 +177,7 @@ def _range_restricted(atom: Nested) -> bool:
     for m in atom.query.monomials:
         bound = set()
         for a in m.atoms:
-            if isinstance(a, (Rel, DeltaRel, MapRef, Domain)):
+            if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups)):
                 bound |= set(a.vars)
         if not set(atom.inputs) <= bound:
             return False

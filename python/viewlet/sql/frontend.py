@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..calculus.ir import Add, Cond, Const, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
@@ -78,6 +78,7 @@ class _Derived:
         self.relation = None
         self.vars: Dict[str, str] = {}
         self.lifts: List[Tuple[str, exp.Expression]] = []
+        self.fixed_atoms: Optional[List] = None     # an aggregating subquery's atoms
 
     def add(self, name: str, var: str, nullable: bool):
         if self.table.column(name) is not None:
@@ -99,10 +100,12 @@ class _Translator:
             self.var_columns: Dict[str, Tuple[str, str]] = {}
             self.nullable: Dict[str, bool] = {}
             self._counter = [0]
+            self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
             self.nullable, self._counter = outer.nullable, outer._counter
+            self.group_keys = outer.group_keys
 
     @property
     def counter(self) -> int:
@@ -275,11 +278,11 @@ class _Translator:
         alias = node.alias_or_name
         if not alias:
             self.fail("a subquery in FROM without an alias", node)
-        if select.args.get("group") is not None or select.args.get("having") is not None \
-                or select.args.get("distinct") is not None \
-                or any(isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s)):
-            self.fail("an aggregating subquery in FROM", node,
-                      "Create it as its own incremental view, or move the aggregation out.")
+        aggregating = select.args.get("group") is not None or any(
+            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s))
+        if select.args.get("having") is not None or select.args.get("distinct") is not None:
+            self.fail("HAVING / DISTINCT in a subquery in FROM", node,
+                      "Filter the subquery's groups in the enclosing WHERE.")
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
         child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
@@ -298,6 +301,12 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
+        if aggregating:
+            self._aggregating_derived(node, select, child, conds, derived)
+            if any(i.alias.lower() == alias.lower() for i in self.instances):
+                self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+            self.instances.append(derived)
+            return
         for item in child._expand_star(select.expressions):
             name = item.alias_or_name
             inner = item.this if isinstance(item, exp.Alias) else item
@@ -335,6 +344,47 @@ class _Translator:
             predicates.append(exp.EQ(this=exp.column(ident.name, table=left[0].alias),
                                      expression=exp.column(ident.name, table=right)))
 
+    def _aggregating_derived(self, node, select, child, conds, derived):
+        """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
+        variables (NULL keys are a group, as in SQL), each aggregate a nested aggregate
+        per group; the enclosing query joins them like a table."""
+        from .subqueries import SubqueryTranslator
+        group = select.args.get("group")
+        keys = []
+        for g in (group.expressions if group is not None else []):
+            if not isinstance(g, exp.Column):
+                self.fail("a GROUP BY expression in a subquery in FROM", g,
+                          "Group by plain columns there.")
+            keys.append(child.column_var(g))
+        for item in select.expressions:
+            for col in outer_columns(item):
+                if not isinstance(col.this, exp.Star):
+                    child.column_var(col)
+        base = child._base_atoms(conds)
+        group_vars = tuple(dict.fromkeys(child.find(k) for k in keys))
+        self.group_keys.update(group_vars)
+        atoms = []
+        if group_vars:
+            atoms.append(Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
+                                          group=group_vars)))
+        sub = SubqueryTranslator(self, inputs=group_vars, null_safe=True)
+        for item in select.expressions:
+            name = item.alias_or_name
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(inner, exp.Column) and child.column_var(inner) in group_vars:
+                derived.add(name, child.column_var(inner), True)
+                continue
+            if not any(isinstance(n, exp.AggFunc) for n in inner.walk()):
+                self.fail(f"column '{name}' of a subquery in FROM: neither a GROUP BY column "
+                          "nor an aggregate", inner)
+            value = sub._aggregates(child, base, inner)
+            var = self.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+            self.parent[var] = var
+            self.nullable[var] = True
+            sub.atoms.append(Lift(var, Scalar(value)))
+            derived.add(name, var, True)
+        derived.fixed_atoms = atoms + sub.atoms
+
     def _unify(self, predicates) -> List[exp.Expression]:
         """Equalities between two columns unify their variables; the rest stay conditions."""
         rest = []
@@ -343,6 +393,9 @@ class _Translator:
                 if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
                         and isinstance(c.right, exp.Column):
                     a, b = self.column_var(c.left), self.column_var(c.right)
+                    if a != b and (a in self.group_keys or b in self.group_keys):
+                        # a FROM subquery's NULL group exists, but `=` never joins NULL
+                        rest.append(exp.Not(this=exp.Is(this=c.left.copy(), expression=exp.Null())))
                     if a != b and self.outer is not None:
                         outer = self.outer_vars()
                         if a in outer and b in outer:
@@ -401,6 +454,11 @@ class _Translator:
             preds += self.predicate_atoms(c)
         atoms: List = []
         for inst in self.instances:
+            if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
+                from ..calculus.normalize import rename_atom
+                atoms += [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
+                          for a in inst.fixed_atoms]
+                continue
             if isinstance(inst, _Derived):
                 atoms += inst.child._base_atoms(inst.conds)
                 atoms += [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]

@@ -27,9 +27,11 @@ from .checks import position_of, reject_unsupported
 
 
 class SubqueryTranslator:
-    def __init__(self, scope):
+    def __init__(self, scope, inputs=None, null_safe: bool = False):
         self.scope = scope            # the _Translator of the enclosing query
         self.atoms: List = []
+        self.inputs = inputs          # fixed inputs (the groups of a FROM subquery)
+        self.null_safe = null_safe
 
     # -- entry -----------------------------------------------------------------------------
     def predicate(self, pred: exp.Expression) -> List:
@@ -108,10 +110,10 @@ class SubqueryTranslator:
                 private.add(a.var)
         private -= child.outer_vars()
         free = set().union(*(a.free_vars() for a in atoms))
-        inputs = tuple(sorted(free - private))
+        inputs = tuple(sorted(free - private)) if self.inputs is None else tuple(self.inputs)
         query = normalize(body, group=inputs)
         var = self.scope.fresh(prefix)
-        self.atoms.append(Nested(var, query))
+        self.atoms.append(Nested(var, query, self.null_safe))
         return var
 
     # -- forms ----------------------------------------------------------------------------
