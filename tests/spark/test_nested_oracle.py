@@ -28,9 +28,15 @@ SHAPES = {
     "nested_twice": "SELECT r.a, COUNT(*) AS n FROM r WHERE 1 <= (SELECT COUNT(*) FROM s WHERE "
                     "s.b = r.b AND 1 < (SELECT SUM(t.g) FROM t WHERE t.e = s.e)) GROUP BY r.a",
     "spj_subquery": "SELECT r.a, r.b FROM r WHERE r.a > (SELECT COUNT(*) FROM t WHERE t.e = r.b)",
+    "from_aggregating": "SELECT x.n, COUNT(*) AS k, SUM(x.sc) AS ssc FROM (SELECT r.b, COUNT(*) AS n, "
+                        "SUM(r.c) AS sc FROM r GROUP BY r.b) x GROUP BY x.n",
+    "from_aggregating_join": "SELECT s.e, SUM(x.sc) AS ssc FROM s, (SELECT r.b, SUM(r.c) AS sc FROM r "
+                             "GROUP BY r.b) x WHERE s.b = x.b GROUP BY s.e",
+    "from_plain": "SELECT y.k, COUNT(*) AS n FROM (SELECT r.a + 1 AS k, s.e FROM r, s "
+                  "WHERE r.b = s.b) y WHERE y.e > 0 GROUP BY y.k",
 }
 CASES = [(name, None) for name in SHAPES] + [("scalar_eq_corr_sum", 1), ("in_not_in", 0)]
-BATCHES = 3
+BATCHES = 2
 
 
 @pytest.mark.parametrize("shape,depth", CASES,
