@@ -72,3 +72,31 @@ def test_from_subquery_program_equals_reevaluation(name, depth):
     for seed in SEEDS:
         nonempty += check_equivalence(FROM_SHAPES[name], depth, seed).nonempty
     assert nonempty >= 1, nonempty
+
+
+def test_explain_labels_each_statement_with_its_strategy():
+    from viewlet.explain import explain_program
+    _, corr = compile_sql(SHAPES["scalar_eq_corr"])
+    text = explain_program("v", SHAPES["scalar_eq_corr"], corr)
+    # a batch of s touches some r.a values: only those are revisited
+    s_lines = text.split("ON BATCH ds:")[1].split("ON BATCH")[0]
+    assert "-- incremental-domain" in s_lines and "Dom[" in s_lines
+    _, uncorr = compile_sql(SHAPES["scalar_uncorrelated"])
+    text = explain_program("v", SHAPES["scalar_uncorrelated"], uncorr)
+    s_lines = text.split("ON BATCH ds:")[1].split("ON BATCH")[0]
+    assert "-- reevaluate (old and new nested values)" in s_lines
+    r_lines = text.split("ON BATCH dr:")[1].split("ON BATCH")[0]
+    assert "-- incremental" in r_lines and "reevaluate" not in r_lines
+
+
+def test_nested_queries_are_decorrelated_into_maps():
+    """Rule 4: the nested SUM per r.a becomes a map keyed by the correlation variable, the
+    statements for r read it instead of scanning s."""
+    _, program = compile_sql(SHAPES["scalar_eq_corr"])
+    for s in program.statements_for("r"):
+        assert not s.relations_read()
+        if s.target == program.view_map:
+            assert s.maps_read()
+    keyed_by_corr = [m for n, m in program.maps.items()
+                     if n != program.view_map and m.relations() == {"s"} and len(m.keys) == 1]
+    assert keyed_by_corr

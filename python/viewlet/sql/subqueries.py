@@ -50,8 +50,9 @@ class SubqueryTranslator:
             return self._in(node, positive)
         if isinstance(node, (exp.All, exp.Any)):
             self.scope.fail(f"{node.key.upper()} (subquery)", node,
-                            "Spark SQL does not support quantified comparisons with subqueries; "
-                            "write them with EXISTS / NOT EXISTS.")
+                            "Quantified comparisons (ALL / ANY / SOME) are not supported yet: "
+                            "x > ALL (SELECT y ...) is NOT EXISTS (SELECT ... WHERE NOT x > y), "
+                            "x > ANY (...) is EXISTS (SELECT ... WHERE x > y) (mind NULLs).")
         if isinstance(node, exp.Subquery):
             return self._scalar(node.this)
         if isinstance(node, exp.Select):
