@@ -19,7 +19,7 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT r.a FROM r WHERE r.a = (SELECT s.b FROM s GROUP BY s.b)", "GROUP BY / HAVING"),
     ("SELECT r.a FROM r WHERE NOT r.a IN (SELECT s.b FROM s GROUP BY s.b)", "grouped subquery"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT MIN(s.b) FROM s)", "MIN"),
-    ("SELECT x.a FROM (SELECT a, COUNT(*) AS n FROM r GROUP BY a) x", "aggregating subquery in FROM"),
+    ("SELECT x.a FROM (SELECT a, COUNT(*) AS n FROM r GROUP BY a HAVING COUNT(*) > 1) x", "HAVING"),
     ("SELECT r.a, (SELECT COUNT(*) FROM s) FROM r", "subquery"),
     ("SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b", "LEFT JOIN"),
     ("SELECT r.a, s.c FROM r RIGHT OUTER JOIN s ON r.b = s.b", "RIGHT"),

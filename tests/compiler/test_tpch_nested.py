@@ -94,7 +94,7 @@ def test_refused_with_a_named_construct(name):
 
 @pytest.mark.parametrize("name", SUPPORTED)
 def test_program_equals_reevaluation(name):
-    batches = 3 if name in HEAVY else 6
+    batches = 2 if name == "q8" else 3 if name in HEAVY else 6
     check_equivalence(load(name), None, 0, tables=TPCH, batches=batches, row=tpch_row)
 
 
