@@ -36,7 +36,7 @@ def explain_program(name: str, sql: str, program: Program) -> str:
             loops = _loop_vars(s)
             loop = f"foreach {', '.join(loops)}: " if loops else ""
             lines.append(f"    {i:02d} {loop}{s.target}{label}[{keys}] {op} {show(s.rhs)}"
-                         f"    -- {s.strategy}")
+                         f"    -- {s.mode()}")
         fused = program.targets_for(rel)
         lines.append(f"    => {len(fused)} MERGE(s): {', '.join(fused)}")
     return "\n".join(lines)
@@ -44,11 +44,11 @@ def explain_program(name: str, sql: str, program: Program) -> str:
 
 def _loop_vars(stmt) -> List[str]:
     """Target keys the batch does not bind: they range over map entries (a join)."""
-    from .calculus.ir import DeltaRel
+    from .calculus.ir import DeltaRel, Domain
     bound = set()
     for m in stmt.rhs.monomials:
         for a in m.atoms:
-            if isinstance(a, DeltaRel):
+            if isinstance(a, (DeltaRel, Domain)):
                 bound |= set(a.vars)
     return [k for k in stmt.rhs.group if k not in bound]
 

@@ -200,10 +200,24 @@ def test_decimals_stay_exact():
 
 
 @pytest.mark.parametrize("sql", ["upper(x) = 'A'", "CAST(x AS INT) > 1", "x IS TRUE",
-                                 "x LIKE 'a%'", "rand() > 0.5", "SUM(x) > 1"])
+                                 "x RLIKE 'a'", "rand() > 0.5", "SUM(x) > 1"])
 def test_unsupported_scalars_raise(sql):
     with pytest.raises(NotImplementedError):
         eval_scalar(Scalar.parse(sql), {"x": 1})
+
+
+def test_like_year_substring_and_decimal_cast():
+    import datetime
+    assert eval_scalar(Scalar.parse("x LIKE 'a%c_'"), {"x": "abcd"}) is True
+    assert eval_scalar(Scalar.parse("x LIKE '%green%'"), {"x": "dark grey"}) is False
+    assert eval_scalar(Scalar.parse("x LIKE 'a'"), {"x": None}) is None
+    assert eval_scalar(Scalar.parse("YEAR(x)"), {"x": datetime.date(1995, 3, 1)}) == 1995
+    assert eval_scalar(Scalar.parse("SUBSTRING(x, 1, 2)"), {"x": "13-555"}) == "13"
+    # Spark rounds decimals HALF_UP when casting
+    assert eval_scalar(Scalar.parse("CAST(x AS DECIMAL(10, 1))"), {"x": Decimal("2.25")}) == \
+        Fraction(23, 10)
+    assert eval_scalar(Scalar.parse("CAST(x AS DECIMAL(10, 1))"), {"x": Decimal("-2.25")}) == \
+        Fraction(-23, 10)
 
 
 # -- the simulator on a hand-written program ------------------------------------------------

@@ -12,6 +12,11 @@ Atoms:
   Value(e)                the value of the scalar e over bound variables
   Cond(p)                 1 when the predicate p holds, else 0 (NULL is not true)
   Lift(x, e)              the assignment x := e (binds x; multiplicity 1)
+  Nested(x, Q)            the assignment x := Q of a nested aggregate: Q is a query whose
+                          group variables are its inputs (correlation variables, bound by the
+                          enclosing monomial); x is Q's value for them, 0 when Q is empty
+  Domain(Q)               1 for each binding of Q's group variables where Q has rows: the
+                          keys a batch touches (Hot Dog domain extraction); only in deltas
 Composites: Sum(group, body), Add(terms), Mul(factors).
 """
 from __future__ import annotations
@@ -88,6 +93,46 @@ class Lift:
 
 
 @dataclass(frozen=True)
+class Nested:
+    var: str
+    query: "Query"
+    null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
+
+    def free_vars(self):
+        return frozenset({self.var}) | frozenset(self.query.group)
+
+    @property
+    def inputs(self) -> Tuple[str, ...]:
+        return self.query.group
+
+
+@dataclass(frozen=True)
+class Domain:
+    query: "Query"
+
+    @property
+    def vars(self) -> Tuple[str, ...]:
+        return self.query.group
+
+    def free_vars(self):
+        return frozenset(self.query.group)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """1 for each binding of Q's group variables where Q is non-zero: the rows (groups) of
+    an aggregating subquery in FROM, NULL keys included."""
+    query: "Query"
+
+    @property
+    def vars(self) -> Tuple[str, ...]:
+        return self.query.group
+
+    def free_vars(self):
+        return frozenset(self.query.group)
+
+
+@dataclass(frozen=True)
 class Sum:
     group: Tuple[str, ...]
     body: "Expr"
@@ -112,7 +157,7 @@ class Mul:
         return frozenset().union(*(f.free_vars() for f in self.factors))
 
 
-Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift]
+Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups]
 Expr = Union[Atom, Const, Sum, Add, Mul]
 ZERO = Const(0)
 ONE = Const(1)
@@ -137,7 +182,11 @@ class Monomial:
         return frozenset().union(*(a.free_vars() for a in self.atoms)) if self.atoms else frozenset()
 
     def relations(self):
-        return {a.table for a in self.atoms if isinstance(a, (Rel, DeltaRel))}
+        out = {a.table for a in self.atoms if isinstance(a, (Rel, DeltaRel))}
+        for a in self.atoms:
+            if isinstance(a, (Nested, Domain, Groups)):
+                out |= a.query.relations()
+        return out
 
     def degree(self) -> int:
         return sum(1 for a in self.atoms if isinstance(a, Rel))
@@ -172,3 +221,12 @@ class Query:
         body = Add(tuple(m.to_expr() for m in self.monomials)) if len(self.monomials) != 1 \
             else self.monomials[0].to_expr()
         return Sum(self.group, body if self.monomials else ZERO)
+
+
+def walk_atoms(query: Query):
+    """Every atom of the query, including those inside nested aggregates and domains."""
+    for m in query.monomials:
+        for a in m.atoms:
+            yield a
+            if isinstance(a, (Nested, Domain, Groups)):
+                yield from walk_atoms(a.query)

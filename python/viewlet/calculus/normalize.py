@@ -14,8 +14,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
-from .ir import (Add, Atom, Const, Cond, DeltaRel, Expr, Lift, MapRef, Monomial, Mul, Query, Rel,
-                 Sum, Value)
+from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
+                 Mul, Nested, Query, Rel, Sum, Value)
 
 _fresh = itertools.count()
 
@@ -40,7 +40,22 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
         return Cond(atom.pred.rename(mapping))
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
+    if isinstance(atom, Nested):
+        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+    if isinstance(atom, Groups):
+        return Groups(rename_inputs(atom.query, mapping))
+    if isinstance(atom, Domain):
+        return Domain(rename_inputs(atom.query, mapping))
     raise TypeError(type(atom).__name__)
+
+
+def rename_inputs(query: Query, mapping: Dict[str, str]) -> Query:
+    """Rename a nested query's group (input) variables; its private variables are its own."""
+    inner = {k: v for k, v in mapping.items() if k in query.group}
+    if not inner:
+        return query
+    group = tuple(dict.fromkeys(inner.get(g, g) for g in query.group))
+    return Query(group, tuple(rename_monomial(m, inner) for m in query.monomials))
 
 
 def rename_monomial(mono: Monomial, mapping: Dict[str, str]) -> Monomial:
@@ -51,7 +66,7 @@ def expand(expr: Expr) -> List[Monomial]:
     """Polynomial expansion of an expression into monomials (no simplification)."""
     if isinstance(expr, Const):
         return [Monomial(expr.value, ())] if expr.value != 0 else []
-    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift)):
+    if isinstance(expr, (Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups)):
         return [Monomial(1, (expr,))]
     if isinstance(expr, Add):
         return [m for t in expr.terms for m in expand(t)]
@@ -124,7 +139,31 @@ def simplify_monomial(mono: Monomial, keep: frozenset) -> Monomial | None:
                 break
     if coef == 0:
         return None
+    atoms = _project_unused_columns(atoms, keep)
     return Monomial(coef, tuple(sorted(atoms, key=_atom_sort_key)))
+
+
+def _project_unused_columns(atoms, keep: frozenset):
+    """A relation column whose variable nothing else reads is summed away: R(a: x, b: y)
+    with y used nowhere is the projection R(a: x) (so equal maps print equally). Batch
+    atoms keep their columns: a domain (the keys a batch touches) must see every changed
+    row, also rows whose multiplicities cancel on the projection."""
+    uses: Dict[str, int] = {}
+    for a in atoms:
+        if isinstance(a, (Rel, DeltaRel)):
+            for v in a.vars:
+                uses[v] = uses.get(v, 0) + 1
+        else:
+            for v in a.free_vars():
+                uses[v] = uses.get(v, 0) + 2
+    out = []
+    for a in atoms:
+        if isinstance(a, Rel):
+            cols = [(c, v) for c, v in zip(a.columns, a.vars) if v in keep or uses[v] > 1]
+            if len(cols) != len(a.columns):
+                a = type(a)(a.table, tuple(c for c, _ in cols), tuple(v for _, v in cols))
+        out.append(a)
+    return out
 
 
 def _fold_constant(atom: Atom):
@@ -173,7 +212,8 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
     return None
 
 
-_KIND_ORDER = {DeltaRel: 0, Rel: 1, MapRef: 2, Lift: 3, Value: 4, Cond: 5, Const: 6}
+_KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,
+               Const: 8}
 
 
 def _atom_sort_key(atom: Atom):

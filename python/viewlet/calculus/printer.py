@@ -1,7 +1,8 @@
 """Readable AGCA-style text for expressions, monomials and queries (used by EXPLAIN)."""
 from __future__ import annotations
 
-from .ir import (Add, Const, Cond, DeltaRel, Lift, MapRef, Monomial, Mul, Query, Rel, Sum, Value)
+from .ir import (Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
+                 Sum, Value)
 
 
 def show(node) -> str:
@@ -19,6 +20,12 @@ def show(node) -> str:
         return f"({node.pred.key})"
     if isinstance(node, Lift):
         return f"({node.var} := {node.expr.key})"
+    if isinstance(node, Nested):
+        return f"({node.var} := {show(node.query)})"
+    if isinstance(node, Groups):
+        return f"Groups[{', '.join(node.query.group)}]({show(node.query)})"
+    if isinstance(node, Domain):
+        return f"Dom[{', '.join(node.query.group)}]({show(node.query)})"
     if isinstance(node, Sum):
         return f"Sum[{', '.join(node.group)}]({show(node.body)})"
     if isinstance(node, Add):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.delta import delta
-from ..calculus.ir import Cond, DeltaRel, Lift, MapRef, Monomial, Query, Rel, Value
+from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
 from ..calculus.normalize import normalize, simplify
 from .canonical import canonicalize
 from .program import VALUE, MapDef, Program, Statement
@@ -57,11 +57,24 @@ class Compiler:
     def _may_materialize(self, level: int) -> bool:
         return self.depth is None or level + 1 < self.depth
 
-    def _materialize(self, mono: Monomial, target_keys: Sequence[str], level: int) -> Monomial:
-        relations = [a for a in mono.atoms if isinstance(a, Rel)]
-        if not relations or not self._may_materialize(level):
+    def _materialize(self, mono: Monomial, target_keys: Sequence[str], level: int,
+                     inputs: frozenset = frozenset()) -> Monomial:
+        if not self._may_materialize(level):
             return mono
-        trigger_vars = frozenset().union(*(a.free_vars() for a in mono.atoms if isinstance(a, DeltaRel)))
+        # Rule 4 (decorrelation): a nested aggregate's query becomes maps of its own first;
+        # the enclosing monomial then reads them through the assignment.
+        mono = Monomial(mono.coef, tuple(self._materialize_inner(a, level)
+                                         if isinstance(a, (Nested, Domain, Groups)) else a
+                                         for a in mono.atoms))
+        relations = [a for a in mono.atoms if isinstance(a, Rel)]
+        if not relations:
+            return mono
+        # Variables bound outside the maps: batch columns, touched domains, nested aggregates
+        # (their inputs and values) and the inputs of an enclosing nested query. Conditions
+        # over them stay in the statement, the other variables they touch become map keys
+        # (input-variable extraction).
+        trigger_vars = frozenset(inputs).union(*(a.free_vars() for a in mono.atoms
+                                                 if isinstance(a, (DeltaRel, Domain, Nested, Groups))))
         components, outside = decompose(mono, trigger_vars)
         outside_vars = frozenset(target_keys).union(*(a.free_vars() for a in outside)) | trigger_vars
         new_atoms: List = list(outside)
@@ -71,6 +84,19 @@ class Compiler:
             definition = normalize(_product(comp), group=keys)
             new_atoms.append(self._map_for(definition, level + 1))
         return Monomial(mono.coef, tuple(new_atoms))
+
+    def _materialize_inner(self, atom, level: int):
+        query = atom.query
+        monos = []
+        for m in query.monomials:
+            bound = frozenset().union(*(a.free_vars() for a in m.atoms
+                                        if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
+            free_inputs = frozenset(query.group) - bound
+            monos.append(self._materialize(m, query.group, level, free_inputs))
+        inner = Query(query.group, simplify(monos, keep=query.group))
+        if isinstance(atom, Nested):
+            return Nested(atom.var, inner, atom.null_safe)
+        return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
     def _map_for(self, definition: Query, level: int) -> MapRef:
         text, canonical_keys = canonicalize(definition)
@@ -117,17 +143,22 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
 
     others = [a for a in mono.atoms if isinstance(a, (Cond, Value, Lift))]
     placed: Dict[int, List] = {}
-    outside = [a for a in mono.atoms if isinstance(a, (DeltaRel, MapRef))]
+    outside = [a for a in mono.atoms if isinstance(a, (DeltaRel, MapRef, Nested, Domain, Groups))]
     pending = list(others)
     # Assignments define variables that later atoms may use: iterate to a fixed point.
     progress = True
     while pending and progress:
         progress = False
+        unplaced = {a.var for a in pending if isinstance(a, Lift)}
         for atom in list(pending):
             fv = atom.free_vars()
+            if (fv - {getattr(atom, "var", None)}) & unplaced and not fv & trigger_vars:
+                continue                 # wait until the assignments it reads are placed
             if fv & trigger_vars or not fv:
                 outside.append(atom)
                 pending.remove(atom)
+                if isinstance(atom, Lift):      # bound outside: what reads it stays outside
+                    trigger_vars = trigger_vars | {atom.var}
                 progress = True
                 continue
             touched = {find(i) for v in fv for i in owners.get(v, [])}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..calculus.ir import MapRef, Query, Rel
+from ..calculus.ir import DeltaRel, Domain, Groups, MapRef, Nested, Query, Rel, walk_atoms
 
 VALUE = "__v"  # the value column of a single-valued map
 
@@ -35,8 +35,26 @@ class Statement:
     rhs: Query                         # Sum[target keys](monomials over the batch and maps)
     strategy: str = "incremental"
 
+    def mode(self) -> str:
+        """The strategy EXPLAIN shows. For statements over nested aggregates ([J] §5.1):
+        `incremental-domain` when the batch binds the nested query's correlation inputs
+        (only the touched inputs are re-evaluated, Hot Dog domain extraction); `reevaluate`
+        when it does not (uncorrelated or inequality-correlated: the enclosing part is
+        evaluated for the old and the new nested values, from its materialized maps)."""
+        if self.strategy != "incremental":
+            return self.strategy
+        changed = False
+        for m in self.rhs.monomials:
+            for a in m.atoms:
+                if isinstance(a, Domain):
+                    return "incremental-domain"
+                if isinstance(a, (Nested, Groups)) and any(isinstance(x, DeltaRel)
+                                                 for x in walk_atoms(a.query)):
+                    changed = True
+        return "reevaluate (old and new nested values)" if changed else "incremental"
+
     def maps_read(self):
-        return sorted({a.name for m in self.rhs.monomials for a in m.atoms if isinstance(a, MapRef)})
+        return sorted({a.name for a in walk_atoms(self.rhs) if isinstance(a, MapRef)})
 
     def relations_read(self):
         return sorted({a.table for m in self.rhs.monomials for a in m.atoms if isinstance(a, Rel)})

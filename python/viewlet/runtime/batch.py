@@ -15,10 +15,10 @@ from typing import Dict, List, Optional, Set
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from ..calculus.ir import DeltaRel, Rel
+from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import VALUE, Program
 from ..spark.io import arrow_frame, read_table, union_all
-from ..spark.lower import MULT, AtomSource, SqlBuilder, monomial_select, q
+from ..spark.lower import MULT, AtomSource, SqlBuilder, lower_query, q
 from .manifest import BatchRecord
 
 
@@ -35,10 +35,9 @@ def relation_columns(program: Program) -> Dict[str, List[str]]:
 
 
 def _collect(query, cols):
-    for mono in query.monomials:
-        for a in mono.atoms:
-            if isinstance(a, (Rel, DeltaRel)):
-                cols.setdefault(a.table, set()).update(a.columns)
+    for a in walk_atoms(query):       # nested aggregates read base columns too
+        if isinstance(a, (Rel, DeltaRel)):
+            cols.setdefault(a.table, set()).update(a.columns)
 
 
 class BatchSources(AtomSource):
@@ -133,33 +132,21 @@ def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]
 
 
 def _fused_delta(view, target: str, stmts, sources: BatchSources) -> DataFrame:
-    """All statements of one trigger that write the same map, fused into one delta.
-
-    Monomials that join the same atoms under the same conditions (typical: one statement per
-    aggregate column) share one SELECT with a column per statement, so Spark plans and scans
-    each join once instead of once per aggregate."""
+    """All statements of one trigger that write the same map, fused into one delta."""
+    spark = view.ctx.spark
     mschema = view.map_schema(target)
-    sb = SqlBuilder()              # shared: the same frame gets the same parameter name
-    blocks: List[tuple] = []       # (key expressions, body, {value column: product})
-    open_block: Dict[tuple, Dict[str, str]] = {}
+    keys = mschema.keys
+    parts = []
     for s in stmts:
-        for mono in s.rhs.monomials:
-            sel = monomial_select(mono, s.rhs.group, sources, sb)
-            products = open_block.get((sel.keys, sel.body))
-            if products is None or s.column in products:
-                products = {}
-                blocks.append((sel.keys, sel.body, products))
-                open_block[(sel.keys, sel.body)] = products
-            products[s.column] = sel.product
-    selects = []
-    for key_exprs, body, products in blocks:
-        cols = [f"{k} AS {q(o)}" for k, o in zip(key_exprs, mschema.keys)]
-        cols += [f"{products[c]} AS {q(c)}" if c in products else f"CAST(0 AS {t}) AS {q(c)}"
-                 for c, t in mschema.values.items()]
-        selects.append(f"SELECT {', '.join(cols)} {body}")
+        sb = SqlBuilder()
+        sql = lower_query(s.rhs, sources, sb, keys, s.column, aggregate=False)
+        df = spark.sql(sql, **sb.params)
+        cols = [f"{q(k)}" for k in keys] + [
+            (q(c) if c == s.column else f"CAST(0 AS {t}) AS {q(c)}") for c, t in mschema.values.items()]
+        parts.append(df.selectExpr(*cols))
     # Left lazy and unaggregated: Spark plans it into the batch's single job (and into later
     # triggers' reads, which are linear in the map, so duplicate keys are harmless).
-    return view.ctx.spark.sql(" UNION ALL ".join(f"({x})" for x in selects), **sb.params)
+    return union_all(parts)
 
 
 def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:

@@ -37,11 +37,17 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
         fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
              "Apply the limit when you query the view.")
-    for node in tree.walk():
+    allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from")] + \
+        list(tree.args.get("joins") or [])
+    for node in _outside_subqueries(tree):
         if node is tree:
             continue
-        if isinstance(node, (exp.Select, exp.Subquery)):
-            fail("a subquery", node, "Nested queries are not supported yet.")
+        if isinstance(node, (exp.Select, exp.Subquery, exp.Exists)):
+            if not any(a is not None and _within(node, a) for a in allowed):
+                fail("a subquery outside WHERE", node,
+                     "Subqueries are supported in WHERE (scalar, EXISTS, IN) and in FROM; "
+                     "in SELECT, GROUP BY and HAVING not yet.")
+            continue
         if isinstance(node, exp.Filter):
             fail("FILTER (WHERE ...) on an aggregate", node,
                  "Use SUM(CASE WHEN ... THEN x END) instead.")
@@ -58,3 +64,21 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)):
                 fail(f"the non-deterministic function {name}()", node,
                      "A view must be a deterministic function of its tables.")
+
+
+def _outside_subqueries(tree):
+    """tree's nodes, entering no subquery below it (each is checked when translated)."""
+    yield tree
+    for child in tree.iter_expressions():
+        if isinstance(child, (exp.Select, exp.Subquery, exp.Exists)):
+            yield child
+            continue
+        yield from _outside_subqueries(child)
+
+
+def _within(node, ancestor) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False

@@ -14,12 +14,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..calculus.ir import Cond, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
-from .tables import TableInfo, TableResolver
+from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
 
@@ -59,17 +59,71 @@ class _Instance:
         self.vars: Dict[str, str] = {}      # column (lower) -> variable
 
 
+class _DerivedTable:
+    """The output columns of a FROM subquery, looked up like a table's."""
+
+    def __init__(self, alias: str):
+        self.display = alias
+        self.columns: List[ColumnInfo] = []
+
+    def column(self, name: str):
+        low = name.lower()
+        return next((c for c in self.columns if c.name.lower() == low), None)
+
+
+class _Derived:
+    def __init__(self, alias: str, child, conds):
+        self.alias, self.child, self.conds = alias, child, conds
+        self.table = _DerivedTable(alias)
+        self.relation = None
+        self.vars: Dict[str, str] = {}
+        self.lifts: List[Tuple[str, exp.Expression]] = []
+        self.fixed_atoms: Optional[List] = None     # an aggregating subquery's atoms
+
+    def add(self, name: str, var: str, nullable: bool):
+        if self.table.column(name) is not None:
+            raise ViewletError(f"Column '{name}' appears twice in FROM subquery '{self.alias}'.")
+        self.table.columns.append(ColumnInfo(name, "", nullable))
+        self.vars[name.lower()] = var
+
+
 class _Translator:
-    def __init__(self, sql: str, resolver: TableResolver):
+    def __init__(self, sql: str, resolver: TableResolver, outer: "Optional[_Translator]" = None):
         self.sql = sql
         self.resolver = resolver
+        self.outer = outer                          # enclosing query of a subquery
         self.instances: List[_Instance] = []
-        self.relation_names: Dict[str, str] = {}    # table id -> relation name
-        self.tables: Dict[str, TableInfo] = {}
-        self.parent: Dict[str, str] = {}            # union-find over variables (join equalities)
-        self.var_columns: Dict[str, Tuple[str, str]] = {}
-        self.nullable: Dict[str, bool] = {}
-        self.counter = 0
+        if outer is None:
+            self.relation_names: Dict[str, str] = {}    # table id -> relation name
+            self.tables: Dict[str, TableInfo] = {}
+            self.parent: Dict[str, str] = {}            # union-find over variables (equalities)
+            self.var_columns: Dict[str, Tuple[str, str]] = {}
+            self.nullable: Dict[str, bool] = {}
+            self._counter = [0]
+            self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
+        else:                                       # one variable namespace for all scopes
+            self.relation_names, self.tables = outer.relation_names, outer.tables
+            self.parent, self.var_columns = outer.parent, outer.var_columns
+            self.nullable, self._counter = outer.nullable, outer._counter
+            self.group_keys = outer.group_keys
+
+    @property
+    def counter(self) -> int:
+        return self._counter[0]
+
+    @counter.setter
+    def counter(self, value: int):
+        self._counter[0] = value
+
+    def outer_vars(self) -> set:
+        """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
+        out = set()
+        scope = self.outer
+        while scope is not None:
+            for inst in scope.instances:
+                out |= {self.find(v) for v in inst.vars.values()}
+            scope = scope.outer
+        return out
 
     # -- names ---------------------------------------------------------------------------
     def fail(self, construct: str, node: Optional[exp.Expression] = None, detail: str = ""):
@@ -95,6 +149,8 @@ class _Translator:
         name, qual = col.name, col.table
         if qual:
             matches = [i for i in self.instances if i.alias.lower() == qual.lower()]
+            if not matches and self.outer is not None:
+                return self.outer.column_var(col)      # a correlated reference
             if not matches:
                 raise ViewletError(f"Unknown table or alias '{qual}' in column '{col.sql()}'.",
                                    position_of(col))
@@ -105,6 +161,8 @@ class _Translator:
                                    f"{', '.join(c.name for c in inst.table.columns)}.", position_of(col))
         else:
             matches = [i for i in self.instances if i.table.column(name) is not None]
+            if not matches and self.outer is not None:
+                return self.outer.column_var(col)
             if not matches:
                 raise ViewletError(f"Column '{name}' does not exist in any table of the query.",
                                    position_of(col))
@@ -115,6 +173,8 @@ class _Translator:
             inst = matches[0]
         info = inst.table.column(name)
         key = info.name.lower()
+        if isinstance(inst, _Derived):
+            return self.find(inst.vars[key])
         if key not in inst.vars:
             var = f"{_ident(inst.alias)}_{_ident(info.name)}".lower()
             while var in self.var_columns:
@@ -138,6 +198,9 @@ class _Translator:
 
     def to_scalar(self, node: exp.Expression) -> Scalar:
         """Replace column references by (unified) variables."""
+        if has_subquery(node):
+            raise ViewletError("internal: subquery reached to_scalar", position_of(node))
+
         def swap(n):
             if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
                 return exp.column(self.column_var(n), quoted=True)
@@ -184,16 +247,16 @@ class _Translator:
             predicates.append(tree.args["where"].this)
 
         for pred in predicates:
-            if pred.find(exp.AggFunc):
-                self.fail("an aggregate in WHERE or ON", pred.find(exp.AggFunc),
-                          "Filter on aggregates with HAVING.")
+            agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
+            if agg is not None:
+                self.fail("an aggregate in WHERE or ON", agg, "Filter on aggregates with HAVING.")
         conds = self._unify(predicates)
         group_items = self._group_items(tree)
         selects = self._expand_star(tree.expressions)
         # Every column the query mentions becomes a variable of its table's atom.
         having = tree.args.get("having")
         for node in conds + group_items + selects + ([having.this] if having is not None else []):
-            for col in node.find_all(exp.Column):
+            for col in outer_columns(node):
                 if not isinstance(col.this, exp.Star):
                     self.column_var(col)
         has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
@@ -204,9 +267,66 @@ class _Translator:
     def _add_source(self, node):
         if isinstance(node, exp.Table):
             self.add_table(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            self._add_derived(node)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
-                      "Only base tables are supported in FROM so far.")
+                      "Only base tables and subqueries are supported in FROM so far.")
+
+    def _add_derived(self, node: exp.Subquery):
+        """A subquery in FROM without aggregation is inlined: its tables and conditions join
+        the enclosing query, its output columns are its expressions' variables."""
+        select = node.this
+        alias = node.alias_or_name
+        if not alias:
+            self.fail("a subquery in FROM without an alias", node)
+        aggregating = select.args.get("group") is not None or any(
+            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s))
+        if select.args.get("having") is not None or select.args.get("distinct") is not None:
+            self.fail("HAVING / DISTINCT in a subquery in FROM", node,
+                      "Filter the subquery's groups in the enclosing WHERE.")
+        reject_unsupported(select, self.sql)
+        child = _Translator(self.sql, self.resolver, outer=self)
+        child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            self.fail("a subquery without FROM", select)
+        predicates: List[exp.Expression] = []
+        child._add_source(from_.this)
+        for join in select.args.get("joins") or []:
+            child._add_join(join, predicates)
+        if select.args.get("where") is not None:
+            predicates.append(select.args["where"].this)
+        conds = child._unify(predicates)
+        for c in conds:
+            for col in outer_columns(c):
+                if not isinstance(col.this, exp.Star):
+                    child.column_var(col)
+        derived = _Derived(alias, child, conds)
+        if aggregating:
+            self._aggregating_derived(node, select, child, conds, derived)
+            if any(i.alias.lower() == alias.lower() for i in self.instances):
+                self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+            self.instances.append(derived)
+            return
+        for item in child._expand_star(select.expressions):
+            name = item.alias_or_name
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if has_subquery(inner):
+                self.fail("a subquery in the select list of a FROM subquery", inner)
+            if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+                var = child.column_var(inner)
+            else:
+                for col in outer_columns(inner):
+                    child.column_var(col)
+                var = self.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "d")
+                self.parent[var] = var
+                self.nullable[var] = True
+                derived.lifts.append((var, inner))
+            derived.add(name, var, self.nullable.get(var, True))
+        if any(i.alias.lower() == alias.lower() for i in self.instances):
+            self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+        self.instances.append(derived)
 
     def _add_join(self, join: exp.Join, predicates):
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
@@ -226,6 +346,47 @@ class _Translator:
             predicates.append(exp.EQ(this=exp.column(ident.name, table=left[0].alias),
                                      expression=exp.column(ident.name, table=right)))
 
+    def _aggregating_derived(self, node, select, child, conds, derived):
+        """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
+        variables (NULL keys are a group, as in SQL), each aggregate a nested aggregate
+        per group; the enclosing query joins them like a table."""
+        from .subqueries import SubqueryTranslator
+        group = select.args.get("group")
+        keys = []
+        for g in (group.expressions if group is not None else []):
+            if not isinstance(g, exp.Column):
+                self.fail("a GROUP BY expression in a subquery in FROM", g,
+                          "Group by plain columns there.")
+            keys.append(child.column_var(g))
+        for item in select.expressions:
+            for col in outer_columns(item):
+                if not isinstance(col.this, exp.Star):
+                    child.column_var(col)
+        base = child._base_atoms(conds)
+        group_vars = tuple(dict.fromkeys(child.find(k) for k in keys))
+        self.group_keys.update(group_vars)
+        atoms = []
+        if group_vars:
+            atoms.append(Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
+                                          group=group_vars)))
+        sub = SubqueryTranslator(self, inputs=group_vars, null_safe=True)
+        for item in select.expressions:
+            name = item.alias_or_name
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(inner, exp.Column) and child.column_var(inner) in group_vars:
+                derived.add(name, child.column_var(inner), True)
+                continue
+            if not any(isinstance(n, exp.AggFunc) for n in inner.walk()):
+                self.fail(f"column '{name}' of a subquery in FROM: neither a GROUP BY column "
+                          "nor an aggregate", inner)
+            value = sub._aggregates(child, base, inner)
+            var = self.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+            self.parent[var] = var
+            self.nullable[var] = True
+            sub.atoms.append(Lift(var, Scalar(value)))
+            derived.add(name, var, True)
+        derived.fixed_atoms = atoms + sub.atoms
+
     def _unify(self, predicates) -> List[exp.Expression]:
         """Equalities between two columns unify their variables; the rest stay conditions."""
         rest = []
@@ -234,6 +395,16 @@ class _Translator:
                 if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
                         and isinstance(c.right, exp.Column):
                     a, b = self.column_var(c.left), self.column_var(c.right)
+                    if a != b and (a in self.group_keys or b in self.group_keys):
+                        # a FROM subquery's NULL group exists, but `=` never joins NULL
+                        rest.append(exp.Not(this=exp.Is(this=c.left.copy(), expression=exp.Null())))
+                    if a != b and self.outer is not None:
+                        outer = self.outer_vars()
+                        if a in outer and b in outer:
+                            rest.append(c)         # not this subquery's to decide
+                            continue
+                        if b in outer:
+                            a, b = b, a            # outer variables keep their names
                     if a != b:
                         self.parent[b] = a
                         self.nullable[a] = self.nullable[a] and self.nullable[b]
@@ -279,13 +450,31 @@ class _Translator:
         return items
 
     def _base_atoms(self, conds) -> List:
+        # Predicates first: a subquery's correlated references add columns to our tables.
+        preds: List = []
+        for c in conds:
+            preds += self.predicate_atoms(c)
         atoms: List = []
         for inst in self.instances:
+            if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
+                from ..calculus.normalize import rename_atom
+                atoms += [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
+                          for a in inst.fixed_atoms]
+                continue
+            if isinstance(inst, _Derived):
+                atoms += inst.child._base_atoms(inst.conds)
+                atoms += [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
+                continue
             cols = tuple(sorted(inst.vars))
             atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
                              tuple(self.find(inst.vars[c]) for c in cols)))
-        atoms += [Cond(self.to_scalar(c)) for c in conds]
-        return atoms
+        return atoms + preds
+
+    def predicate_atoms(self, pred: exp.Expression) -> List:
+        if not has_subquery(pred):
+            return [Cond(self.to_scalar(pred))]
+        from .subqueries import SubqueryTranslator
+        return SubqueryTranslator(self).predicate(pred)
 
     def _aggregate_view(self, tree, selects, group_items, conds) -> ViewSpec:
         # Group keys: a plain column is its variable; any other expression is assigned.
@@ -374,6 +563,11 @@ class _Translator:
             values = [Value(self.to_scalar(f)) for f in factors]
             not_null = [Cond(self.to_scalar(exp.Not(this=exp.Is(this=f.copy(), expression=exp.Null()))))
                         for f in factors if self.is_nullable(f)]
+            if not not_null and _linear_terms(arg) is not None and len(_linear_terms(arg)) > 1:
+                # Polynomial expansion ([J] rule 2): SUM(a - b) over non-NULL inputs is
+                # SUM(a) - SUM(b), so each term's factors can go to the maps of their tables.
+                values = [Add(tuple(Mul((Const(c),) + tuple(Value(self.to_scalar(f)) for f in fs))
+                                    for c, fs in _linear_terms(arg)))]
             total = state.add(f"s{idx}", base, values)
             cnt = state.add(f"n{idx}", base, not_null) if not_null else COUNT_COLUMN
             spec = AggregateSpec("sum" if isinstance(node, exp.Sum) else "avg", key, placeholder,
@@ -425,6 +619,52 @@ class _StateColumns:
                 return existing
         self.columns[name] = q
         return name
+
+
+def has_subquery(node: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists)) for n in node.walk())
+
+
+def outer_nodes(node: exp.Expression):
+    """The nodes of an expression outside its subqueries."""
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    yield node
+    for child in node.iter_expressions():
+        yield from outer_nodes(child)
+
+
+def outer_columns(node: exp.Expression):
+    """Column references of an expression, not those inside its subqueries."""
+    if isinstance(node, exp.Column):
+        yield node
+        return
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    for child in node.iter_expressions():
+        yield from outer_columns(child)
+
+
+def _linear_terms(node: exp.Expression):
+    """node as a sum of signed products [(coefficient, [factors])], or None when it is not
+    built from +, -, * and parentheses alone."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.Add, exp.Sub)):
+        left, right = _linear_terms(node.left), _linear_terms(node.right)
+        if left is None or right is None:
+            return None
+        sign = 1 if isinstance(node, exp.Add) else -1
+        return left + [(sign * c, f) for c, f in right]
+    if isinstance(node, exp.Neg):
+        inner = _linear_terms(node.this)
+        return None if inner is None else [(-c, f) for c, f in inner]
+    if isinstance(node, exp.Mul):
+        left, right = _linear_terms(node.left), _linear_terms(node.right)
+        if left is None or right is None:
+            return None
+        return [(a * b, fa + fb) for a, fa in left for b, fb in right]
+    return [(1, [node])]
 
 
 def _product_factors(node: exp.Expression) -> List[exp.Expression]:

@@ -1,0 +1,274 @@
+"""Subqueries in WHERE: each becomes nested aggregates (calculus `Nested` atoms) of the
+enclosing query ([J] §9.1: "each subquery becomes a count aggregate assigned to a fresh
+variable, plus a constraint over that variable").
+
+  scalar  (SELECT f(SUM/COUNT/AVG ...) FROM ... WHERE ...)   one nested sum and count per
+          aggregate; SUM and AVG are NULL when the subquery has no non-NULL input, as in SQL
+  EXISTS  (SELECT ... WHERE ...)                              count > 0
+  x IN (SELECT e ...)      counts of matching rows, of all rows and of NULL rows give SQL's
+                           three-valued IN, so NOT IN is exact with NULLs on either side
+  x IN (SELECT g ... GROUP BY g HAVING h)   (only where the IN must be true: not under NOT/OR)
+                           the rows with g = x form the group; h over their aggregates
+
+The enclosing query's variables a subquery mentions are its inputs (correlation
+variables): equalities with them unify, other comparisons stay conditions (inequality
+correlation, handled by the compiler as input variables).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from sqlglot import exp
+
+from ..calculus.ir import Cond, Lift, Mul, Nested, Value
+from ..calculus.normalize import normalize
+from ..calculus.scalar import Scalar
+from .checks import position_of, reject_unsupported
+
+
+class SubqueryTranslator:
+    def __init__(self, scope, inputs=None, null_safe: bool = False):
+        self.scope = scope            # the _Translator of the enclosing query
+        self.atoms: List = []
+        self.inputs = inputs          # fixed inputs (the groups of a FROM subquery)
+        self.null_safe = null_safe
+
+    # -- entry -----------------------------------------------------------------------------
+    def predicate(self, pred: exp.Expression) -> List:
+        rewritten = self._walk(pred, positive=True)
+        return self.atoms + [Cond(Scalar(rewritten))]
+
+    def _walk(self, node: exp.Expression, positive: bool) -> exp.Expression:
+        """The predicate over variables, subqueries replaced by expressions over fresh
+        variables bound by nested aggregates. `positive`: only ANDs above (an IN that must
+        be true)."""
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            return exp.column(self.scope.column_var(node), quoted=True)
+        if isinstance(node, exp.Exists):
+            return self._exists(node.this)
+        if isinstance(node, exp.In) and node.args.get("query") is not None:
+            return self._in(node, positive)
+        if isinstance(node, (exp.All, exp.Any)):
+            self.scope.fail(f"{node.key.upper()} (subquery)", node,
+                            "Quantified comparisons (ALL / ANY / SOME) are not supported yet: "
+                            "x > ALL (SELECT y ...) is NOT EXISTS (SELECT ... WHERE NOT x > y), "
+                            "x > ANY (...) is EXISTS (SELECT ... WHERE x > y) (mind NULLs).")
+        if isinstance(node, exp.Subquery):
+            return self._scalar(node.this)
+        if isinstance(node, exp.Select):
+            return self._scalar(node)
+        keep = positive and isinstance(node, (exp.And, exp.Paren))
+        new = node.copy()
+        for k, v in node.args.items():
+            if isinstance(v, exp.Expression):
+                new.set(k, self._walk(v, keep))
+            elif isinstance(v, list):
+                new.set(k, [self._walk(x, keep) if isinstance(x, exp.Expression) else x for x in v])
+        return new
+
+    # -- the subquery's own scope --------------------------------------------------------------
+    def _inner(self, select: exp.Expression):
+        from .frontend import _Translator
+        if not isinstance(select, exp.Select):
+            self.scope.fail(f"a {select.key.upper()} as a subquery", select)
+        reject_unsupported(select, self.scope.sql)
+        child = _Translator(self.scope.sql, self.scope.resolver, outer=self.scope)
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            self.scope.fail("a subquery without FROM", select)
+        predicates: List[exp.Expression] = []
+        child._add_source(from_.this)
+        for join in select.args.get("joins") or []:
+            child._add_join(join, predicates)
+        if select.args.get("where") is not None:
+            predicates.append(select.args["where"].this)
+        for pred in predicates:
+            from .frontend import outer_nodes
+            agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
+            if agg is not None:
+                child.fail("an aggregate in a subquery's WHERE", agg)
+        conds = child._unify(predicates)
+        # Every column the subquery mentions becomes a variable of its table's atom first.
+        from .frontend import outer_columns
+        having = select.args.get("having")
+        group = select.args.get("group")
+        for node in conds + list(select.expressions) + ([having.this] if having is not None else []) \
+                + (list(group.expressions) if group is not None else []):
+            for col in outer_columns(node):
+                if not isinstance(col.this, exp.Star):
+                    child.column_var(col)
+        return child, conds
+
+    def _nested(self, child, base: List, extra: List, prefix: str) -> str:
+        """A fresh variable bound to Sum[inputs](base * extra)."""
+        atoms = base + extra
+        body = Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0]
+        private = set()
+        for a in atoms:
+            if hasattr(a, "vars") and isinstance(a.vars, tuple):
+                private |= set(a.vars)
+            if isinstance(a, (Nested, Lift)):
+                private.add(a.var)
+        private -= child.outer_vars()
+        free = set().union(*(a.free_vars() for a in atoms))
+        inputs = tuple(sorted(free - private)) if self.inputs is None else tuple(self.inputs)
+        query = normalize(body, group=inputs)
+        var = self.scope.fresh(prefix)
+        self.atoms.append(Nested(var, query, self.null_safe))
+        return var
+
+    # -- forms ----------------------------------------------------------------------------
+    def _exists(self, select) -> exp.Expression:
+        if select.args.get("group") is not None or select.args.get("having") is not None:
+            self.scope.fail("GROUP BY / HAVING in an EXISTS subquery", select)
+        child, conds = self._inner(select)
+        n = self._nested(child, child._base_atoms(conds), [], "ex")
+        return exp.GT(this=_var(n), expression=exp.Literal.number(0))
+
+    def _in(self, node: exp.In, positive: bool) -> exp.Expression:
+        select = node.args["query"]
+        select = select.this if isinstance(select, exp.Subquery) else select
+        if len(select.expressions) != 1:
+            self.scope.fail("IN with a subquery returning several columns", node)
+        probe = self._walk(node.this, False)
+        x = self._bind(probe)
+        child, conds = self._inner(select)
+        item = select.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        if select.args.get("group") is not None or select.args.get("having") is not None:
+            return self._in_grouped(node, select, child, conds, item, x, positive)
+        if any(isinstance(n, exp.AggFunc) for n in item.walk()):
+            self.scope.fail("IN with an aggregate subquery", node, "Compare with = (SELECT ...).")
+        base = child._base_atoms(conds)
+        e = child.to_scalar(item)
+        matches = self._nested(child, base, [Cond(Scalar(exp.EQ(this=e.ast, expression=_var(x))))],
+                               "in")
+        total = self._nested(child, base, [], "inall")
+        nulls = self._nested(child, base, [Cond(Scalar(exp.Is(this=e.ast, expression=exp.Null())))],
+                             "innull")
+        return exp.Paren(this=_sql(
+            f"CASE WHEN `{matches}` > 0 THEN TRUE WHEN `{total}` = 0 THEN FALSE "
+            f"WHEN `{x}` IS NULL OR `{nulls}` > 0 THEN NULL ELSE FALSE END"))
+
+    def _in_grouped(self, node, select, child, conds, item, x, positive):
+        group = select.args.get("group")
+        keys = group.expressions if group is not None else []
+        if not positive:
+            self.scope.fail("NOT IN / IN under OR with a grouped subquery", node,
+                            "Only `x IN (SELECT g ... GROUP BY g HAVING ...)` in a conjunction "
+                            "is supported.")
+        if len(keys) != 1 or keys[0].sql() != item.sql():
+            self.scope.fail("IN with a grouped subquery not selecting its one GROUP BY key", node)
+        base = child._base_atoms(conds)
+        e = child.to_scalar(item)
+        base = base + [Cond(Scalar(exp.EQ(this=e.ast, expression=_var(x))))]
+        n = self._nested(child, base, [], "ing")
+        having = select.args.get("having")
+        if having is None:
+            return exp.GT(this=_var(n), expression=exp.Literal.number(0))
+        h = self._aggregates(child, base, having.this)
+        return exp.Paren(this=exp.And(this=exp.GT(this=_var(n), expression=exp.Literal.number(0)),
+                                      expression=exp.Paren(this=h)))
+
+    def _scalar(self, select) -> exp.Expression:
+        if select.args.get("group") is not None or select.args.get("having") is not None:
+            self.scope.fail("GROUP BY / HAVING in a scalar subquery", select,
+                            "A scalar subquery must return one row: aggregate without GROUP BY.")
+        if len(select.expressions) != 1:
+            self.scope.fail("a scalar subquery returning several columns", select)
+        item = select.expressions[0]
+        item = item.this if isinstance(item, exp.Alias) else item
+        if not any(isinstance(n, exp.AggFunc) for n in item.walk()):
+            self.scope.fail("a scalar subquery without an aggregate", select,
+                            "Use SUM/COUNT/AVG so that it returns exactly one row.")
+        child, conds = self._inner(select)
+        base = child._base_atoms(conds)
+        return exp.Paren(this=self._aggregates(child, base, item))
+
+    def _aggregates(self, child, base, node: exp.Expression) -> exp.Expression:
+        """An expression over aggregates of the subquery's rows, as nested aggregates."""
+        if isinstance(node, exp.AggFunc):
+            return self._aggregate(child, base, node)
+        if isinstance(node, exp.Column):
+            child.fail("a column outside an aggregate in a subquery's result", node)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            child.fail("a subquery inside a subquery's result", node)
+        new = node.copy()
+        for k, v in node.args.items():
+            if isinstance(v, exp.Expression):
+                new.set(k, self._aggregates(child, base, v))
+            elif isinstance(v, list):
+                new.set(k, [self._aggregates(child, base, x) if isinstance(x, exp.Expression) else x
+                            for x in v])
+        return new
+
+    def _aggregate(self, child, base, node) -> exp.Expression:
+        if node.find(exp.Distinct):
+            child.fail(f"{node.key.upper()}(DISTINCT ...) in a subquery", node)
+        arg = node.this
+        star = arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal)
+                                                             and arg.this is not None)
+        if isinstance(node, exp.Count):
+            if star:
+                return _var(self._nested(child, base, [], "cnt"))
+            return _var(self._nested(child, base, [_not_null(child, arg)], "cnt"))
+        if not isinstance(node, (exp.Sum, exp.Avg)):
+            child.fail(f"the aggregate {node.key.upper()} in a subquery", node,
+                       "Supported in subqueries: SUM, COUNT, AVG.")
+        if star and isinstance(node, exp.Sum):
+            # SUM(constant) is the row count times the constant (one nested aggregate)
+            count = self._nested(child, base, [], "cnt")
+            return exp.Paren(this=_sql(f"CASE WHEN `{count}` = 0 THEN NULL ELSE "
+                                       f"`{count}` * ({arg.sql(dialect='spark')}) END"))
+        total = self._nested(child, base, [Value(child.to_scalar(arg))], "sum")
+        count = self._nested(child, base, [] if star or not child.is_nullable(arg)
+                             else [_not_null(child, arg)], "cnt")
+        if isinstance(node, exp.Sum):
+            text = f"CASE WHEN `{count}` = 0 THEN NULL ELSE `{total}` END"
+        else:
+            avg = f"`{total}` / `{count}`"
+            typ = _avg_type(child, arg)
+            text = f"CASE WHEN `{count}` = 0 THEN NULL ELSE " + (
+                f"CAST({avg} AS {typ}) END" if typ else f"{avg} END")
+        return exp.Paren(this=_sql(text))
+
+    def _bind(self, expr: exp.Expression) -> str:
+        """A variable for an outer expression (a fresh assignment unless it is one)."""
+        if isinstance(expr, exp.Column):
+            return expr.name
+        var = self.scope.fresh("x")
+        self.atoms.append(Lift(var, Scalar(expr)))
+        return var
+
+
+def _var(name: str) -> exp.Expression:
+    return exp.column(name, quoted=True)
+
+
+def _sql(text: str) -> exp.Expression:
+    import sqlglot
+    return sqlglot.parse_one(text, read="spark")
+
+
+def _not_null(child, arg) -> Cond:
+    return Cond(child.to_scalar(exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))))
+
+
+def _avg_type(child, arg) -> Optional[str]:
+    """Spark's AVG result type for a plain column (decimal(p+4, s+4), double otherwise)."""
+    if not isinstance(arg, exp.Column):
+        return None
+    var = child.column_var(arg)
+    rel, col = child.var_columns[var]
+    info = next((t.column(col) for t in child.tables.values() if t.column(col) is not None
+                 and rel in child.tables and child.tables[rel] is t), None)
+    if info is None:
+        return None
+    t = info.type.lower().replace(" ", "")
+    if t.startswith("decimal"):
+        p, s = (int(x) for x in t[len("decimal("):-1].split(","))
+        return f"DECIMAL({min(38, p + 4)}, {min(38, s + 4)})"
+    return "DOUBLE"
+
+
+__all__ = ["SubqueryTranslator", "position_of"]
