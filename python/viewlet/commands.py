@@ -39,9 +39,7 @@ def run(ctx, st: Statement) -> List[Sequence]:
                          mode, error))
         return rows
     elif st.kind == "describe":
-        view = ctx.load(st.name)
-        mode, error = _refresh_state(ctx, view.entry)
-        return describe_rows(view) + [("refresh", "mode", mode), ("refresh", "last error", error or "")]
+        return view_description(ctx, ctx.load(st.name))
     elif st.kind == "explain":
         view = ctx.load(st.name)
         return [(explain_program(view.name, view.spec["sql"], view.compiled.program),)]
@@ -72,3 +70,9 @@ def _refresh_state(ctx, entry):
     if running:
         mode += f" (running in this session, {status.batches} batch(es))"
     return mode, status.last_error if status else None
+
+
+def view_description(ctx, view):
+    """DESCRIBE INCREMENTAL VIEW's rows: the view's definition, then its refresh state."""
+    mode, error = _refresh_state(ctx, view.entry)
+    return describe_rows(view) + [("refresh", "mode", mode), ("refresh", "last error", error or "")]

@@ -144,7 +144,8 @@ class Description:
 
     @classmethod
     def of(cls, view) -> "Description":
-        return cls(view.name, describe_rows(view))
+        from .commands import view_description
+        return cls(view.name, view_description(view.ctx, view))
 
     def value(self, section: str, name: str) -> str:
         for s, n, v in self.rows:
