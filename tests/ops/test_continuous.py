@@ -31,12 +31,12 @@ def _r_commits(work, n):
 
 def test_continuous_refresh_with_bounded_batches(spark, vl, work):
     spark.sql(f"CREATE INCREMENTAL VIEW ct_v WITH (refresh = '1 hour') AS {QUERY}")
+    vl.stop()                 # CREATE started the loop; halt it so no batch races the commits
     view = vl.load("ct_v")
     start = view.manifest.last_committed().watermarks["r"]
     _r_commits(work, 2)
     end = vl.store.version(work.paths["r"])
     assert end - start >= 2
-    vl.stop()
     vl.start("ct_v", max_commits=1)        # back-pressure: one commit of r per batch
     assert vl.continuous.wait_for_batches("ct_v", end - start, timeout=600)
     vl.stop()
