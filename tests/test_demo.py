@@ -1,5 +1,5 @@
 """The demo end to end (`python -m viewlet demo`, in a subprocess with its own Spark), plus
-the pieces that need no Spark: the CLI's stubs and Java check, the row comparison."""
+the pieces that need no Spark: the CLI's Java check, the row comparison."""
 from __future__ import annotations
 
 import os
@@ -53,12 +53,6 @@ def test_compare_rows():
     assert demo.compare_rows(rows, [rows[0], ("B", Decimal("2"), 1, 1.0 + 1e-6)]) != []
     assert demo.compare_rows([(None, 1.0)], [(None, 1.0 * (1 + 1e-12))]) == []
     assert demo.compare_rows([(float("nan"),)], [(float("nan"),)]) == []
-
-
-@pytest.mark.parametrize("command", ["explain"])
-def test_later_commands_say_not_available(command, capsys):
-    assert cli.main([command, "--anything", "x"]) == cli.EXIT_NOT_AVAILABLE
-    assert "not available yet" in capsys.readouterr().err
 
 
 def test_unknown_view_is_a_clear_error(capsys):

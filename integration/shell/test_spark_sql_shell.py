@@ -9,6 +9,7 @@ data. A fourth launch checks the attach error for a Python without Viewlet.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -111,9 +112,18 @@ def refreshed_from_stdin(place, refreshed_from_file):
     before = expected_rows(place["table"])
     DeltaTable(place["table"]).delete("v = 20")
     stdin = (f"SELECT 'before', k, s, n FROM totals ORDER BY k;\n"
-             f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n")
-    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS], cwd=place["cwd"],
-                      stdin=stdin)
+             f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n"
+             "DESCRIBE INCREMENTAL VIEW totals HISTORY;\n")
+    # Viewlet's JVM side logs through Spark's log4j: turned up to INFO for its package only.
+    log4j = Path(place["cwd"]) / "log4j2.properties"
+    log4j.write_text("rootLogger.level = warn\nrootLogger.appenderRef.stderr.ref = console\n"
+                     "appender.console.type = Console\nappender.console.name = console\n"
+                     "appender.console.target = SYSTEM_ERR\n"
+                     "appender.console.layout.type = PatternLayout\n"
+                     "appender.console.layout.pattern = %p %c: %m%n\n"
+                     "logger.viewlet.name = io.viewlet\nlogger.viewlet.level = info\n")
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS, "--driver-java-options",
+                       f"-Dlog4j2.configurationFile={log4j}"], cwd=place["cwd"], stdin=stdin)
     return res, before, expected_rows(place["table"])
 
 
@@ -161,6 +171,17 @@ def test_statements_on_stdin(refreshed_from_stdin):
     assert printed_rows(res.stdout) == expected
     assert expected != before  # the delete changed group k=1
     assert_clean(res.stderr)
+
+
+def test_history_and_log4j_logging_in_the_shell(refreshed_from_stdin):
+    res, _, _ = refreshed_from_stdin
+    history = [line.split("\t") for line in res.stdout.splitlines()
+               if re.match(r"^\d+\t(committed|created)\t", line)]
+    assert [h[:2] for h in history] == [["2", "committed"], ["1", "committed"], ["0", "created"]]
+    assert all(int(h[6]) > 0 for h in history[:2])       # each batch read some changes
+    assert ("INFO io.viewlet.spark.ViewletCommand: Viewlet statement finished in"
+            in res.stderr), res.stderr[-3000:]
+    assert "REFRESH INCREMENTAL VIEW totals" in res.stderr
 
 
 def test_attach_error_names_python_without_viewlet(place, tmp_path):

@@ -6,12 +6,12 @@
                   [--views q1,q3,...] [--depths ho,1,0] [--check every|sample:N]
                   [--out DIR] [--warehouse DIR]
     viewlet sql [--warehouse DIR] [--print-command] [-e SQL | -f FILE] [spark-sql args...]
-
-``explain`` is reserved for a command that is not available yet.
+    viewlet explain FILE.sql [--warehouse DIR] [--table NAME=PATH]... [--schema tpch|orderbook]
+                    [--depth N|unlimited]
 
 Exit status: 0 success, 1 a demo or benchmark check failed (a view differed from its
-recompute) or the run failed, 2 the environment is missing something (Java 17+, tpchgen-cli, the view
-definitions) or a bad option, 3 a command that is not available yet.
+recompute), the run failed, or `explain` refused the definition, 2 the environment is missing
+something (Java 17+, tpchgen-cli, the view definitions, a file) or a bad option.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from typing import List, Optional
 
-EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT, EXIT_NOT_AVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT = 0, 1, 2
 
 _JAVA_HELP = """\
 Viewlet runs on Apache Spark, which needs Java 17 or newer.
@@ -32,11 +32,6 @@ Install a JDK/JRE 17+ and either put `java` on your PATH or set JAVA_HOME, e.g.
   conda:          conda install -c conda-forge openjdk=17
   any OS:         https://adoptium.net/ (Temurin 17 or 21)
 then check with `java -version`."""
-
-_LATER = {
-    "explain": "EXPLAIN INCREMENTAL VIEW for a view definition from the command line",
-}
-
 
 def java_problem() -> Optional[str]:
     """Why Spark cannot start here for lack of Java, or None when a Java 17+ is found.
@@ -107,9 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     _bench_parser(sub)
     sub.add_parser("sql", help="Spark's spark-sql shell with Viewlet (runs pyspark's "
                    "bin/spark-sql; `viewlet sql --help` for its options)", add_help=False)
-    for name, what in _LATER.items():
-        s = sub.add_parser(name, help=f"(not available yet) {what}", add_help=False)
-        s.add_argument("args", nargs=argparse.REMAINDER)
+    _explain_parser(sub)
     return ap
 
 
@@ -117,21 +110,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "sql":        # the rest belongs to spark-sql: parsed on its own
         return _sql(argv[1:])
-    if argv and argv[0] in _LATER:       # whatever options follow: not parsed yet
-        return _not_available(argv[0])
     args = _parser().parse_args(argv)
-    if args.command in _LATER:
-        return _not_available(args.command)
     if args.command == "bench":
         return _bench(args, argv)
+    if args.command == "explain":
+        return _explain(args)
     return _demo(args)
-
-
-def _not_available(command: str) -> int:
-    what = _LATER[command]
-    print(f"viewlet {command}: not available yet. {what[0].upper()}{what[1:]} comes in a later "
-          "issue of the project; for now try `viewlet demo`.", file=sys.stderr)
-    return EXIT_NOT_AVAILABLE
 
 
 _SQL_EPILOG = """\
@@ -228,6 +212,73 @@ def _demo(args) -> int:
             print(f"viewlet demo: cannot build Viewlet's Spark extension jar: {e}", file=sys.stderr)
             return EXIT_ENVIRONMENT
         raise
+    return EXIT_OK
+
+
+# -- explain -------------------------------------------------------------------------------
+def _table_option(text: str):
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, not {text!r}")
+    return name.strip(), path.strip()
+
+
+def _depth_option(text: str):
+    from . import ddl
+    try:
+        return ddl._option_value("depth", text, 0)
+    except Exception as e:  # noqa: BLE001 - argparse reports it
+        raise argparse.ArgumentTypeError(str(e).split(" (position")[0]) from None
+
+
+def _explain_parser(sub):
+    from .offline import SCHEMA_SETS
+    e = sub.add_parser(
+        "explain", help="print the trigger program of a view definition (no Spark needed)",
+        description="Compile the view definition in FILE (a SELECT, or a CREATE INCREMENTAL "
+                    "VIEW statement) and print what EXPLAIN INCREMENTAL VIEW would: the maps "
+                    "and each relation's trigger. Only table schemas are read (from Delta logs "
+                    "or --schema); no Spark session starts. Exits 1 when the definition is "
+                    "refused, with the reason.")
+    e.add_argument("file", help="a .sql file")
+    e.add_argument("--warehouse", default=None,
+                   help="Viewlet warehouse whose registered table names the query may use")
+    e.add_argument("--table", action="append", default=[], type=_table_option,
+                   metavar="NAME=PATH", help="resolve table NAME to the Delta table at PATH "
+                   "(repeatable)")
+    e.add_argument("--schema", choices=SCHEMA_SETS, default=None,
+                   help="resolve the shipped workload's table names to their schemas "
+                        "(no data needed): tpch for sql/tpch, orderbook for sql/orderbook")
+    e.add_argument("--depth", type=_depth_option, default=argparse.SUPPRESS,
+                   help="0 (recompute), 1 (first-order IVM), n, or unlimited (default: the "
+                        "file's WITH (depth = ...), else unlimited)")
+
+
+def _explain(args) -> int:
+    from .errors import ViewletError
+    from .offline import OfflineResolver, explain_file
+    from .runtime.layout import WarehouseLayout
+
+    if args.warehouse:
+        from .storage.deltars import DeltaRsStore
+        if not DeltaRsStore().exists(WarehouseLayout(args.warehouse).catalog):
+            print(f"viewlet explain: {args.warehouse} is not a Viewlet warehouse (no catalog at "
+                  f"{WarehouseLayout(args.warehouse).catalog}).", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+    if not os.path.isfile(args.file):
+        print(f"viewlet explain: no such file: {args.file}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    resolver = OfflineResolver(args.warehouse, dict(args.table), args.schema)
+    given = hasattr(args, "depth")
+    try:
+        text = explain_file(args.file, resolver, getattr(args, "depth", None), given)
+    except ViewletError as e:
+        print(f"viewlet explain: {args.file}: {e.message}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        print(text)
+    except BrokenPipeError:              # e.g. `viewlet explain q.sql | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
 
 

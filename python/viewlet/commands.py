@@ -7,6 +7,7 @@ from .ddl import OUTPUTS, Statement
 from .errors import ViewletError
 from .explain import depth_text, describe_rows, explain_program
 from .runtime.catalog import Entry
+from .runtime.history import history_rows
 from .runtime.schedule import interval_text
 
 
@@ -40,6 +41,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         return rows
     elif st.kind == "describe":
         return view_description(ctx, ctx.load(st.name))
+    elif st.kind == "history":
+        return history_rows(ctx.load(st.name), st.options.get("limit"))
     elif st.kind == "explain":
         view = ctx.load(st.name)
         return [(explain_program(view.name, view.spec["sql"], view.compiled.program),)]

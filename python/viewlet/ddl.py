@@ -5,7 +5,7 @@
   REFRESH INCREMENTAL VIEW name [FULL]
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
   SHOW INCREMENTAL VIEWS
-  DESCRIBE | DESC INCREMENTAL VIEW name
+  DESCRIBE | DESC INCREMENTAL VIEW name [HISTORY [LIMIT n]]
   EXPLAIN INCREMENTAL VIEW name
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ViewletParseError
+from .runtime.history import COLUMNS as HISTORY_COLUMNS
 from .runtime.schedule import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
@@ -26,6 +27,7 @@ OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
     "show": [("view", "string"), ("depth", "string"), ("tables", "string"), ("batch", "bigint"),
              ("query", "string"), ("refresh", "string"), ("last_error", "string")],
     "describe": [("section", "string"), ("name", "string"), ("value", "string")],
+    "history": HISTORY_COLUMNS,
     "explain": [("plan", "string")],
     "alter": [("view", "string"), ("refresh", "string"), ("status", "string")],
 }
@@ -139,6 +141,15 @@ def parse(text: str) -> Statement:
     st.name = t.name()
     if st.kind == "refresh" and t.accept("FULL"):
         st.options["full"] = True
+    elif st.kind == "describe" and t.accept("HISTORY"):
+        st.kind = "history"
+        if t.accept("LIMIT"):
+            value, vstart = t.next()
+            if value is None or not value.isdigit():
+                found = "end of statement" if value is None else f"'{value}'"
+                raise ViewletParseError(f"Expected a number of batches after LIMIT but found "
+                                        f"{found} at position {vstart}.", vstart)
+            st.options["limit"] = int(value)
     elif st.kind == "alter":
         t.expect("SET", "REFRESH")
         if t.accept("MANUAL"):

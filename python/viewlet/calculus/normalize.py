@@ -8,6 +8,8 @@ variable; x := y is inlined), to a fixed point.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 from fractions import Fraction
 from typing import Dict, Iterable, List, Sequence, Tuple
@@ -17,11 +19,23 @@ from sqlglot import exp
 from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
                  Mul, Nested, Query, Rel, Sum, Value)
 
-_fresh = itertools.count()
+_global_fresh = itertools.count()
+_fresh: contextvars.ContextVar = contextvars.ContextVar("viewlet_fresh_names", default=None)
 
 
 def fresh_var(prefix: str = "v") -> str:
-    return f"{prefix}_{next(_fresh)}"
+    return f"{prefix}_{next(_fresh.get() or _global_fresh)}"
+
+
+@contextlib.contextmanager
+def fresh_names():
+    """Number fresh variables from 0 within the block, so that compiling a definition twice
+    (in any session or process) prints the same program."""
+    token = _fresh.set(itertools.count())
+    try:
+        yield
+    finally:
+        _fresh.reset(token)
 
 
 def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:

@@ -10,7 +10,7 @@ same batch computes the same deltas.
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional, Set
+from typing import Callable, Dict, List, Optional, Set
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -94,8 +94,10 @@ def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     return grouped.filter(pc.not_equal(grouped.column(MULT), 0))
 
 
-def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]:
-    """Compute every map's total delta for the batch (lazy DataFrames over collected pieces)."""
+def run_triggers(view, record: BatchRecord, stats: Dict,
+                 step: Callable[[str], None] = lambda text: None) -> Dict[str, DataFrame]:
+    """Compute every map's total delta for the batch (lazy DataFrames over collected pieces).
+    `step` reports progress."""
     spark = view.ctx.spark
     program: Program = view.compiled.program
     sources = BatchSources(view, record)
@@ -103,6 +105,7 @@ def run_triggers(view, record: BatchRecord, stats: Dict) -> Dict[str, DataFrame]
     rows_in = {}
     for rel in changed:
         after, to = record.ranges[rel]
+        step(f"reading the changes of {rel} (versions {after + 1}..{to})")
         t0 = time.perf_counter()
         changes = read_batch_changes(view, rel, after, to)
         rows_in[rel] = changes.num_rows

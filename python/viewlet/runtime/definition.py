@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..calculus.normalize import fresh_names
 from ..compiler.hoivm import compile_view
 from ..compiler.program import Program
 from ..sql.frontend import COUNT_COLUMN, ViewSpec, translate
@@ -23,8 +24,9 @@ class CompiledView:
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int]) -> CompiledView:
-    spec = translate(sql, resolver)
-    program = compile_view(spec.group, spec.columns, depth)
+    with fresh_names():
+        spec = translate(sql, resolver)
+        program = compile_view(spec.group, spec.columns, depth)
     return CompiledView(spec, program, depth)
 
 

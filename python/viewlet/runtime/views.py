@@ -24,8 +24,9 @@ from .batch import relation_columns, run_triggers, sum_by_keys
 from . import drift, faults
 from .catalog import Entry
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
-                         normalize_value_type, result_layout)
+                         normalize_value_type, parts_key, result_layout)
 from .manifest import BatchRecord, Manifest
+from .progress import Progress
 from .result import result_rows_sql
 from .tables import bind_tables
 
@@ -143,12 +144,16 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     spec = compiled.spec
     view_id = uuid.uuid4().hex
     view_dir = ctx.layout.view_dir(view_id)
+    progress = Progress(ctx.spark, f"{'rebuild' if replacing else 'create'} {name}")
     try:
+        progress.__enter__()
+        progress.step("checking the base tables' change data feed")
         versions = _prepare_base_tables(ctx, compiled)
         draft = _Draft(ctx, view_id, compiled)
         frames = {spec.tables[r].id: read_table(ctx.spark, ctx.store, spec.tables[r].id, v)
                   for r, v in versions.items()}
-        location_of = lambda parts: recorder.refs["\x1f".join(parts)].id  # noqa: E731
+        location_of = lambda parts: recorder.refs[parts_key(parts)].id  # noqa: E731
+        progress.step("resolving column types")
         output_types = _output_types(ctx, sql, frames, location_of)
         agg_types = _aggregate_types(ctx, compiled, frames, location_of)
         layout = result_layout(spec, output_types) if depth != 0 else \
@@ -169,7 +174,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         # One job per map: maps can be as large as the base tables, and one packed collect
         # of all of them (fine for a batch's small deltas) would hold every map at once.
         result_rows = 0
-        for part, frame in parts.items():
+        for i, (part, frame) in enumerate(parts.items(), 1):
+            what = "the result table" if part == RESULT_PART else f"map {part}"
+            progress.step(f"loading {what} ({i}/{len(parts)})")
             data = frame_arrow(frame)
             path = ctx.layout.result_table(view_id) if part == RESULT_PART \
                 else ctx.layout.map_table(view_id, part)
@@ -177,7 +184,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             if part == RESULT_PART:
                 result_rows = data.num_rows
             del data
-        stats = {"seconds": {"create": time.perf_counter() - t_start}}
+        stats = {"seconds": {"create": time.perf_counter() - t_start},
+                 "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
+                 "map_rows_changed": {}}
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
@@ -188,6 +197,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     except BaseException:
         ctx.store.drop(view_dir)
         raise
+    finally:
+        progress.__exit__()
     ctx.remember(entry, compiled)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
@@ -314,13 +325,22 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
 def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     """Run one batch and commit every map, each with the batch's transaction id, so that a
     re-run commits only what a crash left uncommitted."""
+    with Progress(view.ctx.spark, f"refresh {view.name} batch {record.batch}") as progress:
+        stats = _apply_batch(view, record, progress)
+        stats["spark_jobs"] = progress.spark_jobs()
+    return stats
+
+
+def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress) -> Dict:
     stats: Dict = {"seconds": {}}
     ctx = view.ctx
     txn = (view.app_id, record.batch)
     if view.compiled.depth == 0:
+        progress.step("recomputing the defining query")
         _recompute(view, record, txn, stats)
         return stats
-    pending = run_triggers(view, record, stats)
+    pending = run_triggers(view, record, stats, progress.step)
+    progress.step(f"computing the deltas of {len(pending)} map(s)")
     t0 = time.perf_counter()
     state_name = view.spec["view_map"]
     totals: Dict[str, DataFrame] = {}
@@ -336,9 +356,10 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
     t0 = time.perf_counter()
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     changed_rows = {}
-    for name, total in collected.items():
-        if name == RESULT_PART:
-            continue
+    maps = [name for name in collected if name != RESULT_PART]
+    for i, name in enumerate(maps, 1):
+        total = collected[name]
+        progress.step(f"merging map {name} ({i}/{len(maps)}, {total.num_rows} rows)")
         schema = view.map_schema(name)
         changed_rows[name] = total.num_rows
         path = view.map_path(name)
@@ -349,6 +370,7 @@ def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
             faults.point("batch.map_merged")
     result = collected.get(RESULT_PART)
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
+        progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
         faults.point("batch.result_merged")
@@ -403,7 +425,7 @@ def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
     frames = {view.table_path(r): read_table(ctx.spark, ctx.store, view.table_path(r), to)
               for r, (_, to) in record.ranges.items()}
     refs = view.spec["refs"]
-    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs["\x1f".join(parts)]["id"])
+    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs[parts_key(parts)]["id"])
     df = ctx.spark.sql(text, **params).toDF(*[c["physical"] for c in view.spec["result"]["columns"]])
     data = frame_arrow(df)
     ctx.store.overwrite(view.result_path, data, txn=txn,

@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..calculus.ir import Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
-from ..calculus.normalize import normalize
+from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
@@ -99,21 +99,12 @@ class _Translator:
             self.parent: Dict[str, str] = {}            # union-find over variables (equalities)
             self.var_columns: Dict[str, Tuple[str, str]] = {}
             self.nullable: Dict[str, bool] = {}
-            self._counter = [0]
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
-            self.nullable, self._counter = outer.nullable, outer._counter
+            self.nullable = outer.nullable
             self.group_keys = outer.group_keys
-
-    @property
-    def counter(self) -> int:
-        return self._counter[0]
-
-    @counter.setter
-    def counter(self, value: int):
-        self._counter[0] = value
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -178,8 +169,7 @@ class _Translator:
         if key not in inst.vars:
             var = f"{_ident(inst.alias)}_{_ident(info.name)}".lower()
             while var in self.var_columns:
-                self.counter += 1
-                var = f"{_ident(inst.alias)}_{_ident(info.name)}_{self.counter}".lower()
+                var = fresh_var(f"{_ident(inst.alias)}_{_ident(info.name)}".lower())
             inst.vars[key] = var
             self.parent[var] = var
             self.var_columns[var] = (inst.relation, info.name)
@@ -193,8 +183,8 @@ class _Translator:
         return v
 
     def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}_{self.counter}"
+        # One numbering with the compiler's renames (calculus.normalize.fresh_var): no clashes.
+        return fresh_var(prefix)
 
     def to_scalar(self, node: exp.Expression) -> Scalar:
         """Replace column references by (unified) variables."""

@@ -1,0 +1,118 @@
+"""Observability: DESCRIBE INCREMENTAL VIEW v HISTORY (one row per batch, newest first, with
+what each batch consumed and cost) and progress reporting of long operations."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import viewlet
+from tests.spark.workload import Workload
+
+QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
+
+
+@pytest.fixture
+def work(spark, vl, tmp_path):
+    w = Workload(str(tmp_path), seed=23, rows=12)
+    for name, path in w.paths.items():
+        viewlet.register_table(spark, name, path, replace=True)
+    return w
+
+
+def _commit(work, table):
+    """Append rows to `table`: a commit whose change feed is never empty."""
+    from deltalake import write_deltalake
+    write_deltalake(work.paths[table], work._rows(table, 3), mode="append")
+
+
+def _history(spark, name, limit=""):
+    return spark.sql(f"DESCRIBE INCREMENTAL VIEW {name} HISTORY {limit}").collect()
+
+
+def test_history_records_every_batch(spark, vl, work):
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_v AS {QUERY}")
+    initial_rows = spark.sql("SELECT COUNT(*) FROM hist_v").collect()[0][0]
+    refreshed = []
+    for table in ("r", "s"):
+        _commit(work, table)
+        refreshed.append(spark.sql("REFRESH INCREMENTAL VIEW hist_v").collect()[0])
+    rows = _history(spark, "hist_v")
+    assert [r.batch for r in rows] == [2, 1, 0]
+    assert [r.status for r in rows] == ["committed", "committed", "created"]
+    now = {t: vl.store.version(work.paths[t]) for t in ("r", "s")}
+    assert rows[0].versions_after == now
+    for newer, older in zip(rows, rows[1:]):          # batches chain without gaps
+        assert newer.versions_before == older.versions_after
+        assert newer.committed_at >= older.committed_at
+    for row, cmd in zip(reversed(rows[:2]), refreshed):
+        assert row.rows_changed == cmd.rows_changed and row.changes == cmd.changes
+        assert row.changes > 0 and row.spark_jobs >= 1
+        assert {"compute", "merge"} <= set(row.phase_seconds)
+        assert row.seconds >= max(row.phase_seconds.values())
+        assert row.started_at <= row.committed_at
+        assert set(row.map_rows_changed) <= set(vl.load("hist_v").spec["maps"])
+    created = rows[2]
+    assert created.versions_before == created.versions_after and created.spark_jobs >= 1
+    assert created.rows_changed == initial_rows
+    assert [r.batch for r in _history(spark, "hist_v", "LIMIT 1")] == [2]
+    queried = spark.sql("DESCRIBE INCREMENTAL VIEW hist_v HISTORY").where("batch = 1") \
+        .select("versions_after.r").collect()
+    assert queried[0][0] == rows[1].versions_after["r"]
+    spark.sql("DROP INCREMENTAL VIEW hist_v")
+
+
+def test_history_shows_an_interrupted_batch_until_it_is_rerun(spark, vl, work):
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_i AS {QUERY}")
+    view = vl.load("hist_i")
+    _commit(work, "r")
+    last = view.manifest.last_committed()
+    ranges = {rel: (last.watermarks[rel], vl.store.version(view.table_path(rel)))
+              for rel in last.ranges}
+    maps = {m: vl.store.version(view.map_path(m)) for m in view.spec["maps"]}
+    maps["__result"] = vl.store.version(view.result_path)
+    assert view.manifest.plan(1, ranges, maps)      # what a crash after planning leaves
+    top = _history(spark, "hist_i")[0]
+    assert top.batch == 1 and top.status.startswith("planned, not committed")
+    assert top.committed_at is None and top.seconds is None
+    spark.sql("REFRESH INCREMENTAL VIEW hist_i")
+    top = _history(spark, "hist_i")[0]
+    assert top.batch == 1 and top.status == "committed" and top.versions_after["r"] == ranges["r"][1]
+    spark.sql("DROP INCREMENTAL VIEW hist_i")
+
+
+def test_history_errors(spark, vl):
+    from pyspark.errors import AnalysisException, ParseException
+    with pytest.raises(AnalysisException, match="does not exist"):
+        spark.sql("DESCRIBE INCREMENTAL VIEW no_such HISTORY").collect()
+    with pytest.raises(ParseException, match="after LIMIT"):
+        spark.sql("DESCRIBE INCREMENTAL VIEW no_such HISTORY LIMIT x")
+
+
+def test_progress_is_quiet_until_the_threshold(spark, vl, work, capsys, caplog):
+    spark.conf.set("spark.viewlet.progress.afterSeconds", "3600")
+    try:
+        spark.sql(f"CREATE INCREMENTAL VIEW prog_v AS {QUERY}")
+        assert "[viewlet]" not in capsys.readouterr().err
+        spark.conf.set("spark.viewlet.progress.afterSeconds", "0")     # every step, to stderr
+        _commit(work, "r")
+        spark.sql("REFRESH INCREMENTAL VIEW prog_v").collect()
+        lines = [l for l in capsys.readouterr().err.splitlines() if l.startswith("[viewlet]")]
+        assert lines and all(l.startswith("[viewlet] refresh prog_v batch 1: ") for l in lines)
+        assert any("reading the changes of r" in l for l in lines)
+        assert any("merging map view_state" in l for l in lines)
+        assert lines.index(next(l for l in lines if "reading" in l)) < \
+            lines.index(next(l for l in lines if "merging" in l))
+        spark.sql("REFRESH INCREMENTAL VIEW prog_v FULL").collect()
+        rebuilt = capsys.readouterr().err
+        n_maps = len(vl.load("prog_v").spec["maps"])
+        assert rebuilt.count("[viewlet] rebuild prog_v: loading ") == n_maps + 1
+        with caplog.at_level(logging.INFO, logger="viewlet.progress"):   # logging shows it:
+            _commit(work, "s")                                            # no second copy
+            spark.sql("REFRESH INCREMENTAL VIEW prog_v").collect()
+        assert "[viewlet]" not in capsys.readouterr().err
+        assert any("refresh prog_v batch 1: reading the changes of s" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        spark.conf.unset("spark.viewlet.progress.afterSeconds")
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS prog_v")
