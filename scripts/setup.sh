@@ -18,7 +18,7 @@ fi
 
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip "setuptools>=70.1" wheel
+.venv/bin/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 .venv/bin/python -m pip install --quiet -r requirements.txt
 # --no-build-isolation: the jar must compile against the pyspark installed above.
 .venv/bin/python -m pip install --quiet --no-build-isolation --no-deps .

@@ -15,7 +15,7 @@ from viewlet.runtime.manifest import Manifest
 from viewlet.spark.io import read_table
 
 from tests.spark.oracle import assert_view_matches
-from tests.spark.workload import SCHEMAS, Workload
+from tests.spark.workload import SCHEMAS, registered_workload
 
 TEMPLATE = "SELECT r.a, SUM(s.f) AS sf, COUNT(*) AS n FROM {r} r JOIN {s} s ON r.b = s.b GROUP BY r.a"
 QUERY = TEMPLATE.format(r="r", s="s")
@@ -23,9 +23,7 @@ QUERY = TEMPLATE.format(r="r", s="s")
 
 @pytest.fixture
 def work(spark, vl, tmp_path):
-    w = Workload(str(tmp_path), seed=23, rows=15)
-    for name, path in w.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
+    w = registered_workload(spark, str(tmp_path), seed=23, rows=15)
     return w
 
 

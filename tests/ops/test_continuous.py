@@ -9,16 +9,14 @@ from pyspark.errors import AnalysisException
 
 import viewlet
 from tests.spark.oracle import assert_view_matches
-from tests.spark.workload import Workload
+from tests.spark.workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r GROUP BY r.a"
 
 
 @pytest.fixture
 def work(spark, vl, tmp_path):
-    w = Workload(str(tmp_path), seed=41, rows=10)
-    for name, path in w.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
+    w = registered_workload(spark, str(tmp_path), seed=41, rows=10)
     yield w
     vl.stop()
 

@@ -16,3 +16,18 @@ def assert_view_matches(spark, view: str, query: str):
                                   ignore_row_order=True)
     else:
         assert_df_equality(actual, expected, ignore_nullable=True, ignore_row_order=True)
+
+
+def check_view_through_batches(spark, work, view: str, query: str, depth, batches: int):
+    """CREATE the view, then after the initial load and after each of `batches` workload
+    batches, REFRESH and compare with Spark's recompute; DROP it at the end."""
+    options = "" if depth is None else f" WITH (depth = {depth})"
+    spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
+    try:
+        assert_view_matches(spark, view, query)
+        for _ in range(batches):
+            work.batch()
+            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            assert_view_matches(spark, view, query)
+    finally:
+        spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

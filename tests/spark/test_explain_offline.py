@@ -2,18 +2,15 @@
 the view exists: the offline compile sees the same tables and makes the same program."""
 from __future__ import annotations
 
-import viewlet
 from viewlet import cli
-from tests.spark.workload import Workload
+from tests.spark.workload import registered_workload
 
 QUERY = ("SELECT r.a, SUM(r.c * s.f) AS total, COUNT(*) AS n FROM r JOIN s ON r.b = s.b "
          "WHERE s.e > 0 GROUP BY r.a")
 
 
 def test_offline_explain_equals_explain_statement(spark, vl, tmp_path, capsys):
-    work = Workload(str(tmp_path), seed=7, rows=10)
-    for name, path in work.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
+    registered_workload(spark, str(tmp_path), seed=7, rows=10)
     definition = tmp_path / "ex_v.sql"
     definition.write_text(f"CREATE INCREMENTAL VIEW ex_v AS\n{QUERY};\n")
     assert cli.main(["explain", str(definition), "--warehouse", vl.warehouse]) == cli.EXIT_OK

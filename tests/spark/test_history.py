@@ -6,17 +6,14 @@ import logging
 
 import pytest
 
-import viewlet
-from tests.spark.workload import Workload
+from tests.spark.workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
 
 
 @pytest.fixture
 def work(spark, vl, tmp_path):
-    w = Workload(str(tmp_path), seed=23, rows=12)
-    for name, path in w.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
+    w = registered_workload(spark, str(tmp_path), seed=23, rows=12)
     return w
 
 

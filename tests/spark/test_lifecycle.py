@@ -15,16 +15,14 @@ import viewlet
 from viewlet.runtime import views as views_module
 
 from .oracle import assert_view_matches
-from .workload import Workload
+from .workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(s.f) AS sf, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
 
 
 @pytest.fixture
 def work(spark, vl, tmp_path):
-    w = Workload(str(tmp_path), seed=7, rows=15)
-    for name, path in w.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
+    w = registered_workload(spark, str(tmp_path), seed=7, rows=15)
     return w
 
 

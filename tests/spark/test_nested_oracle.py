@@ -5,10 +5,9 @@ from __future__ import annotations
 import zlib
 
 import pytest
-import viewlet
 
-from .oracle import assert_view_matches
-from .workload import Workload
+from .oracle import check_view_through_batches
+from .workload import registered_workload
 
 SHAPES = {
     "scalar_eq_corr_sum": "SELECT r.a, COUNT(*) AS n, SUM(r.c) AS sc FROM r "
@@ -43,18 +42,6 @@ BATCHES = 2
                          ids=[f"{n}-depth{'inf' if d is None else d}" for n, d in CASES])
 def test_nested_view_equals_recompute(spark, vl, tmp_path, shape, depth):
     seed = zlib.crc32(f"nested/{shape}/{depth}".encode())
-    work = Workload(str(tmp_path), seed)
-    for name, path in work.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
-    query = SHAPES[shape]
+    work = registered_workload(spark, str(tmp_path), seed)
     view = f"v_{shape}_{'inf' if depth is None else depth}"
-    options = "" if depth is None else f" WITH (depth = {depth})"
-    spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
-    try:
-        assert_view_matches(spark, view, query)
-        for _ in range(BATCHES):
-            work.batch()
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            assert_view_matches(spark, view, query)
-    finally:
-        spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+    check_view_through_batches(spark, work, view, SHAPES[shape], depth, BATCHES)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import zlib
 
 import pytest
-import viewlet
 
-from .oracle import assert_view_matches
-from .workload import Workload
+from .oracle import check_view_through_batches
+from .workload import registered_workload
 
 SHAPES = {
     "single_table_group": "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r GROUP BY r.a",
@@ -48,18 +47,6 @@ BATCHES = 3
                          ids=[f"{n}-depth{'inf' if d is None else d}" for n, d in CASES])
 def test_view_equals_recompute_after_every_batch(spark, vl, tmp_path, shape, depth):
     seed = zlib.crc32(f"{shape}/{depth}".encode())
-    work = Workload(str(tmp_path), seed)
-    for name, path in work.paths.items():
-        viewlet.register_table(spark, name, path, replace=True)
-    query = SHAPES[shape]
+    work = registered_workload(spark, str(tmp_path), seed)
     view = f"v_{shape}_{'inf' if depth is None else depth}"
-    options = "" if depth is None else f" WITH (depth = {depth})"
-    spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
-    try:
-        assert_view_matches(spark, view, query)
-        for _ in range(BATCHES):
-            work.batch()
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            assert_view_matches(spark, view, query)
-    finally:
-        spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+    check_view_through_batches(spark, work, view, SHAPES[shape], depth, BATCHES)

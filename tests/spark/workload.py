@@ -83,3 +83,12 @@ class Workload:
                     DeltaTable(path).update(updates={col: expr},
                                             predicate=f"{key} = {v}" if v is not None else f"{key} IS NULL")
         return tables
+
+
+def registered_workload(spark, root: str, seed: int, rows: int = 12) -> "Workload":
+    """A Workload whose tables r, s and t are registered under those names."""
+    import viewlet
+    work = Workload(root, seed, rows)
+    for name, path in work.paths.items():
+        viewlet.register_table(spark, name, path, replace=True)
+    return work
