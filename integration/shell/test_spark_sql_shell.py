@@ -122,8 +122,10 @@ def refreshed_from_stdin(place, refreshed_from_file):
                      "appender.console.layout.type = PatternLayout\n"
                      "appender.console.layout.pattern = %p %c: %m%n\n"
                      "logger.viewlet.name = io.viewlet\nlogger.viewlet.level = info\n")
-    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS, "--driver-java-options",
-                       f"-Dlog4j2.configurationFile={log4j}"], cwd=place["cwd"], stdin=stdin)
+    # Through log4j's environment variable: --driver-java-options would replace the launcher's
+    # spark.driver.extraJavaOptions (where Spark's Derby state is sent).
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS], cwd=place["cwd"],
+                      stdin=stdin, env=shell_env(LOG4J_CONFIGURATION_FILE=str(log4j)))
     return res, before, expected_rows(place["table"])
 
 

@@ -113,3 +113,21 @@ def test_progress_is_quiet_until_the_threshold(spark, vl, work, capsys, caplog):
     finally:
         spark.conf.unset("spark.viewlet.progress.afterSeconds")
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS prog_v")
+
+
+def test_a_callers_job_group_is_kept_and_metered(spark, vl, work):
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_g AS {QUERY}")
+    sc = spark.sparkContext
+    sc.setJobGroup("callers-group", "the caller meters its own group")
+    try:
+        before = set(sc.statusTracker().getJobIdsForGroup("callers-group"))
+        _commit(work, "r")
+        vl.refresh("hist_g")
+        assert sc.getLocalProperty("spark.jobGroup.id") == "callers-group"
+        gained = set(sc.statusTracker().getJobIdsForGroup("callers-group")) - before
+        top = _history(spark, "hist_g")[0]
+        assert top.batch == 1 and 1 <= top.spark_jobs == len(gained)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+        spark.sql("DROP INCREMENTAL VIEW hist_g")

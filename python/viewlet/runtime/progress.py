@@ -8,7 +8,9 @@ every step, a negative value never) are its steps also printed to stderr, and no
 when logging is set up to show that logger's INFO records anyway.
 
 Spark jobs are counted by tagging the operation's jobs with a job group of its own on the
-calling thread (the caller's group and description are restored afterwards).
+calling thread. A caller that set a job group keeps it (e.g. to cancel or meter by group);
+then the jobs counted are those its group gained during the operation. The caller's group
+and description are restored afterwards.
 """
 from __future__ import annotations
 
@@ -49,10 +51,15 @@ class Progress:
         self.group = f"viewlet-{uuid.uuid4().hex[:16]}"
         self.t0 = time.perf_counter()
         self._saved = {}
+        self._before = set()
 
     def __enter__(self) -> "Progress":
         self._saved = {k: self.sc.getLocalProperty(k) for k in (_GROUP, _DESCRIPTION)}
-        self.sc.setLocalProperty(_GROUP, self.group)
+        if self._saved[_GROUP]:
+            self.group = self._saved[_GROUP]
+            self._before = set(self._job_ids())
+        else:
+            self.sc.setLocalProperty(_GROUP, self.group)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -70,6 +77,9 @@ class Progress:
         if 0 <= self.after <= self.elapsed and not _logging_shows_it():
             print(f"[viewlet] {message}", file=sys.stderr, flush=True)
 
+    def _job_ids(self):
+        return self.sc.statusTracker().getJobIdsForGroup(self.group)
+
     def spark_jobs(self) -> int:
         """Spark jobs this operation has started so far (from Spark's status tracker)."""
-        return len(self.sc.statusTracker().getJobIdsForGroup(self.group))
+        return len(set(self._job_ids()) - self._before)
