@@ -170,6 +170,21 @@ def _sql(argv: List[str]) -> int:
     os.execve(argv_[0], argv_, dict(os.environ, **env))
 
 
+def _missing_java_or_tpchgen(command: str) -> bool:
+    """Print why `viewlet <command>` cannot run here (no Java 17+, no tpchgen-cli), if so."""
+    problem = java_problem()
+    if problem:
+        print(f"viewlet {command}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return True
+    try:
+        from .workloads.tpch import find_tpchgen
+        find_tpchgen()
+    except FileNotFoundError as e:
+        print(f"viewlet {command}: {e}", file=sys.stderr)
+        return True
+    return False
+
+
 def _demo(args) -> int:
     from . import demo
     from .errors import ViewletError
@@ -187,15 +202,7 @@ def _demo(args) -> int:
     except ViewletError as e:
         print(f"viewlet demo: {e}", file=sys.stderr)
         return EXIT_ENVIRONMENT
-    problem = java_problem()
-    if problem:
-        print(f"viewlet demo: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    try:
-        from .workloads.tpch import find_tpchgen
-        find_tpchgen()
-    except FileNotFoundError as e:
-        print(f"viewlet demo: {e}", file=sys.stderr)
+    if _missing_java_or_tpchgen("demo"):
         return EXIT_ENVIRONMENT
     try:
         demo.run(scale=args.scale, batches=args.batches, batch_size=args.batch_size,
@@ -366,15 +373,7 @@ def _bench(args, argv: List[str]) -> int:
     except ViewletError as e:
         print(f"viewlet bench: {e}", file=sys.stderr)
         return EXIT_ENVIRONMENT
-    problem = java_problem()
-    if problem:
-        print(f"viewlet bench: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    try:
-        from .workloads.tpch import find_tpchgen
-        find_tpchgen()
-    except FileNotFoundError as e:
-        print(f"viewlet bench: {e}", file=sys.stderr)
+    if _missing_java_or_tpchgen("bench"):
         return EXIT_ENVIRONMENT
     out = args.out or os.path.join(
         "bench-results", dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
