@@ -18,7 +18,7 @@ MASTER = "local-cluster[2,1,1024]"
 SUBSET = [
     "tests/ops/test_local_cluster.py::test_executors_are_separate_jvms",
     "tests/spark/test_random_oracle.py", "-k",
-    "join_product_sum-depthinf or three_way_chain-depth1 or merge_add or test_executors",
+    "join_product_sum-depthinf or three_way_chain-depth1 or add_rows or test_executors",
     "tests/spark/test_lifecycle.py",
 ]
 

@@ -110,7 +110,7 @@ def test_change_feed_is_turned_on_when_off(spark, vl, tmp_path):
     spark.sql("DROP INCREMENTAL VIEW lc_feed")
 
 
-@pytest.mark.parametrize("fail_on", ["merge_add", "merge_replace"])
+@pytest.mark.parametrize("fail_on", ["add_rows", "merge_replace"])
 def test_crash_mid_batch_loses_nothing_and_applies_nothing_twice(spark, vl, work, monkeypatch, fail_on):
     name = f"lc_crash_{fail_on}"
     spark.sql(f"CREATE INCREMENTAL VIEW {name} AS {QUERY}")

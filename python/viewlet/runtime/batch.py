@@ -1,4 +1,4 @@
-"""One batch: read the change feeds, run every trigger in Spark, MERGE each map once.
+"""One batch: read the change feeds, compute every map's delta with one Spark query.
 
 Triggers run relation by relation. A statement reads maps as of batch start plus the deltas
 the earlier triggers of this batch produced (a union, no MERGE in between), and base tables
@@ -6,20 +6,30 @@ at the version matching its position: relations already processed at the batch's
 version, the others at its start. That is the sequential semantics of applying one
 relation's changes after another, evaluated against batch-start snapshots, so a rerun of the
 same batch computes the same deltas.
+
+The whole batch is one SQL text (`BatchPlan`), built once per view and set of changed
+relations and cached: its FROM items are symbolic leaves (a relation's changes, a relation
+at its start or end version, a map read by lookup or whole) that each batch binds to
+DataFrames. Statements of a trigger whose monomials join the same atoms are fused into one
+block (one SELECT computing every value column, conditions that differ become CASE WHEN),
+each block is aggregated on its keys, and all blocks are collected in one packed result
+that the driver splits into map deltas.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Optional, Set
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
 
 from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import VALUE, Program
-from ..spark.io import arrow_frame, read_table, union_all
-from ..spark.lower import MULT, AtomSource, SqlBuilder, lower_query, q
+from ..spark.lower import MULT, AtomSource, Lookups, Select, Sql, SqlBuilder, monomial_select, q
 from .manifest import BatchRecord
+
+TAG = "__viewlet_part"
 
 
 def relation_columns(program: Program) -> Dict[str, List[str]]:
@@ -40,46 +50,6 @@ def _collect(query, cols):
             cols.setdefault(a.table, set()).update(a.columns)
 
 
-class BatchSources(AtomSource):
-    def __init__(self, view, record: Optional[BatchRecord]):
-        self.view = view
-        self.ctx = view.ctx
-        self.record = record
-        self.deltas: Dict[str, DataFrame] = {}
-        self.pending: Dict[str, List[DataFrame]] = {}
-        self.processed: Set[str] = set()
-        self._frames: Dict = {}
-
-    def position(self, processed: Set[str]):
-        self.processed = set(processed)
-
-    def delta(self, relation):
-        return self.deltas[relation]
-
-    def relation(self, relation):
-        after, to = self.record.ranges[relation]
-        version = to if relation in self.processed else after
-        key = ("rel", relation, version)
-        if key not in self._frames:
-            self._frames[key] = read_table(self.ctx.spark, self.ctx.store, self.view.table_path(relation),
-                                           version, self.view.columns_of(relation))
-        return self._frames[key]
-
-    def map(self, name):
-        key = ("map", name)
-        if key not in self._frames:
-            self._frames[key] = read_table(self.ctx.spark, self.ctx.store, self.view.map_path(name),
-                                           self.record.map_versions[name])
-        pending = self.pending.get(name, [])
-        view_key = ("map+pending", name, len(pending))
-        if view_key not in self._frames:   # one object per state: SqlBuilder dedups by identity
-            self._frames[view_key] = union_all([self._frames[key]] + pending)
-        return self._frames[view_key]
-
-    def map_value(self, name):
-        return VALUE
-
-
 def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     """The relation's changes in (after, to], pre-aggregated on the columns the program
     uses: one row per distinct value with its net multiplicity (Hot Dog §6.1)."""
@@ -90,70 +60,328 @@ def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     grouped = changes.group_by(cols, use_threads=False).aggregate([("_viewlet_sign", "sum")]) \
         if cols else pa.table({"_viewlet_sign_sum": [sum(changes.column("_viewlet_sign").to_pylist())]})
     grouped = grouped.rename_columns(cols + [MULT])
-    import pyarrow.compute as pc
     return grouped.filter(pc.not_equal(grouped.column(MULT), 0))
 
 
-def run_triggers(view, record: BatchRecord, stats: Dict,
-                 step: Callable[[str], None] = lambda text: None) -> Dict[str, DataFrame]:
-    """Compute every map's total delta for the batch (lazy DataFrames over collected pieces).
-    `step` reports progress."""
-    spark = view.ctx.spark
+# -- the batch plan ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Leaf:
+    """A FROM item a batch binds: ("delta", rel), ("rel", rel, processed) or
+    ("map", name, lookups)."""
+    kind: str
+    name: str
+    detail: tuple = ()
+
+
+@dataclass
+class Member:
+    """One monomial of a block: its output column writes `column` of map `target`."""
+    target: str
+    column: str
+    out: str              # packed output column (the member's aggregated value)
+    keys: List[str]       # the block key columns of the target's keys, in key order
+
+
+@dataclass
+class Block:
+    tag: int
+    keys: List[Tuple[str, str]]             # (block key column, Spark type)
+    members: List[Member]
+    types: Dict[str, str] = field(default_factory=dict)   # output column -> Spark type
+
+
+@dataclass
+class BatchPlan:
+    text: str
+    leaves: Dict[str, Leaf]
+    blocks: List[Block]
+    targets: List[str]
+
+    def columns(self) -> List[Tuple[str, str]]:
+        out = []
+        for b in self.blocks:
+            out += [(k, t) for k, t in b.keys] + [(m.out, b.types[m.out]) for m in b.members]
+        return out
+
+
+class _PlanSource(AtomSource):
+    """Symbolic atoms: leaves for the batch to bind, and maps as leaf + pending deltas."""
+
+    def __init__(self, view, sb: SqlBuilder, processed: Set[str], pending: Dict[str, List[str]]):
+        self.view, self.sb = view, sb
+        self.processed = set(processed)
+        self.pending = {k: list(v) for k, v in pending.items()}
+
+    def delta(self, relation):
+        return Leaf("delta", relation)
+
+    def relation(self, relation):
+        return Leaf("rel", relation, (relation in self.processed,))
+
+    def map(self, name, lookups: Optional[Lookups] = None):
+        frozen = tuple(sorted((j, tuple(sorted(cols))) for j, cols in (lookups or {}).items()))
+        leaf = Leaf("map", name, frozen)
+        pieces = self.pending.get(name)
+        if not pieces:
+            return leaf
+        schema = self.view.map_schema(name)
+        cols = ", ".join(q(c) for c in schema.keys + list(schema.values))
+        return Sql(" UNION ALL ".join([f"SELECT {cols} FROM {self.sb.frame(leaf)}"] + pieces))
+
+    def map_value(self, name):
+        return VALUE
+
+
+def build_plan(view, changed: Sequence[str], active: Sequence[str]) -> BatchPlan:
+    """The batch's SQL for relations `changed` (in trigger order), of which `active` have a
+    non-empty delta."""
     program: Program = view.compiled.program
-    sources = BatchSources(view, record)
+    sb = SqlBuilder()
+    ctes: List[str] = []
+    blocks: List[Block] = []
+    pending: Dict[str, List[str]] = {}
+    processed: Set[str] = set()
+    targets: List[str] = []
+    for rel in changed:
+        if rel not in active:
+            processed.add(rel)
+            continue
+        source = _PlanSource(view, sb, processed, pending)
+        members: List[Tuple[object, Select]] = []
+        for s in program.statements_for(rel):
+            for mono in s.rhs.monomials:
+                members.append((s, monomial_select(mono, s.rhs.group, source, sb)))
+        shapes: Dict[tuple, List[Tuple[object, Select]]] = {}
+        for s, sel in members:
+            shapes.setdefault(sel.shape(), []).append((s, sel))
+        new_pending: Dict[str, List[str]] = {}
+        for group in shapes.values():
+            name = f"b{len(blocks)}"
+            text, block, pieces = _block(view, name, len(blocks), group)
+            ctes.append(f"{name} AS ({text})")
+            blocks.append(block)
+            for target, texts in pieces.items():
+                new_pending.setdefault(target, []).extend(texts)
+                if target not in targets:
+                    targets.append(target)
+        # Only now: every statement of this trigger read the maps as they were before it.
+        for target, pieces in new_pending.items():
+            pending.setdefault(target, []).extend(pieces)
+        processed.add(rel)
+    plan = BatchPlan("", dict(sb.params), blocks, targets)
+    if blocks:
+        plan.text = (("WITH " + ", ".join(ctes) + " ") if ctes else "") + _packed(plan)
+    return plan
+
+
+def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
+    """One block: SQL of its rows (key columns g*, a value column v* per member), its
+    layout, and per target the SQL of its rows as map rows (for later triggers' reads)."""
+    first = group[0][1]
+    common = [c for c in first.conds if all(c in sel.conds for _, sel in group)]
+    key_sql: List[str] = []
+    key_types: List[str] = []
+    items: List[str] = []
+    members: List[Member] = []
+    # (target, its key columns) -> map column -> [value column]
+    values: Dict[Tuple[str, Tuple[str, ...]], Dict[str, List[str]]] = {}
+    types: Dict[str, str] = {}
+    for i, (s, sel) in enumerate(group):
+        schema = view.map_schema(s.target)
+        cols = []
+        for j, expr in enumerate(sel.keys):
+            if expr not in key_sql:
+                key_sql.append(expr)
+                key_types.append(schema.key_types[j])
+            cols.append(f"g{key_sql.index(expr)}")
+        extra = [c for c in sel.conds if c not in common]
+        value = sel.product if not extra else \
+            f"CASE WHEN {' AND '.join(extra)} THEN {sel.product} ELSE 0 END"
+        items.append(f"{value} AS {q(f'v{i}')}")
+        out = f"p{tag}_v{i}"
+        members.append(Member(s.target, s.column, out, cols))
+        types[out] = schema.values[s.column]
+        values.setdefault((s.target, tuple(cols)), {}).setdefault(s.column, []).append(f"v{i}")
+    keys = [(f"p{tag}_g{j}", t) for j, t in enumerate(key_types)]
+    select = [f"{expr} AS {q(f'g{j}')}" for j, expr in enumerate(key_sql)] + items
+    text = f"SELECT {', '.join(select)} FROM {', '.join(first.froms)}"
+    where = first.joins + common
+    if where:
+        text += " WHERE " + " AND ".join(where)
+    pieces: Dict[str, List[str]] = {}
+    for (target, key_cols), by_column in values.items():
+        schema = view.map_schema(target)
+        cols = [f"{q(g)} AS {q(k)}" for g, k in zip(key_cols, schema.keys)]
+        for c, t in schema.values.items():
+            vs = by_column.get(c)
+            cols.append(" + ".join(f"COALESCE({q(v)}, 0)" for v in vs) + f" AS {q(c)}" if vs
+                        else f"CAST(0 AS {t}) AS {q(c)}")
+        pieces.setdefault(target, []).append(f"SELECT {', '.join(cols)} FROM {name}")
+    return text, Block(tag, keys, members, types), pieces
+
+
+def _packed(plan: BatchPlan) -> str:
+    """Every block's rows side by side in one UNION ALL (each block fills its own columns,
+    NULL elsewhere, tagged with its index): one collect for the batch. Rows are summed by
+    key on the driver: a GROUP BY per block would cost Spark a shuffle stage each."""
+    columns = plan.columns()
+    parts = []
+    for b in plan.blocks:
+        own = {}
+        for j, (col, t) in enumerate(b.keys):
+            own[col] = f"CAST({q(f'g{j}')} AS {t})"
+        for i, m in enumerate(b.members):
+            own[m.out] = f"CAST({q(f'v{i}')} AS {b.types[m.out]})"
+        cols = [f"{own[c]} AS {q(c)}" if c in own else f"CAST(NULL AS {t}) AS {q(c)}"
+                for c, t in columns]
+        parts.append(f"(SELECT CAST({b.tag} AS INT) AS {TAG}, {', '.join(cols)} FROM b{b.tag})")
+    return " UNION ALL ".join(parts)
+
+
+# -- running a batch -----------------------------------------------------------------------
+class BatchInputs:
+    """Binds a plan's leaves to DataFrames for one batch."""
+
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table], scratch: str):
+        self.view, self.record, self.deltas, self.scratch = view, record, deltas, scratch
+        self.reads: List[list] = []
+
+    def bind(self, leaf: Leaf):
+        from ..spark.io import read_table, snapshot_frame, spark_schema
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "delta":
+            # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
+            # projection and filter over a LocalRelation row by row, interpreted
+            # (ConvertToLocalRelation), which cost more than running the batch.
+            data = self.deltas[leaf.name]
+            location = ctx.store.write_file(f"{self.scratch}/{leaf.name}.parquet", data)
+            return ctx.spark.read.schema(spark_schema(data.schema)).parquet(location)
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return read_table(ctx.spark, ctx.store, view.table_path(leaf.name),
+                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+        schema = view.map_schema(leaf.name)
+        snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+        whole = snap
+        if leaf.detail:
+            snap = snap.restricted(self._lookup_values(leaf.detail, schema.keys))
+        # Per map read: files and rows read of the files and rows there are.
+        self.reads.append([leaf.name, len(snap.files), len(whole.files), _rows(snap), _rows(whole)])
+        return snapshot_frame(ctx.spark, snap, schema.keys + list(schema.values))
+
+    def _lookup_values(self, lookups, keys) -> Dict[str, Tuple[list, bool]]:
+        """{map key column: (sorted distinct batch values, whether NULL is among them)}."""
+        out = {}
+        for j, origins in lookups:
+            values, has_null = set(), False
+            for rel, col in origins:
+                table = self.deltas.get(rel)
+                if table is None:
+                    continue
+                column = table.column(col)
+                has_null = has_null or column.null_count > 0
+                values.update(v for v in pc.unique(column).to_pylist() if v is not None)
+            out[keys[j]] = (values, has_null)
+        return out
+
+
+def _rows(snap) -> Optional[int]:
+    return sum(s.rows or 0 for s in snap.stats) if snap.stats is not None else None
+
+
+def run_triggers(view, record: BatchRecord, stats: Dict,
+                 step: Callable[[str], None] = lambda text: None) -> Dict[str, pa.Table]:
+    """Every map's total delta for the batch, aggregated by its keys (zero rows dropped)."""
+    program: Program = view.compiled.program
     changed = [r for r in program.relations() if record.ranges[r][1] > record.ranges[r][0]]
+    deltas: Dict[str, pa.Table] = {}
     rows_in = {}
+    seconds = stats.setdefault("seconds", {})
     for rel in changed:
         after, to = record.ranges[rel]
         step(f"reading the changes of {rel} (versions {after + 1}..{to})")
         t0 = time.perf_counter()
         changes = read_batch_changes(view, rel, after, to)
         rows_in[rel] = changes.num_rows
-        stats.setdefault("seconds", {})["read_changes"] = stats.get("seconds", {}).get("read_changes", 0) \
-            + time.perf_counter() - t0
+        seconds["read_changes"] = seconds.get("read_changes", 0) + time.perf_counter() - t0
         if changes.num_rows:
-            sources.deltas[rel] = arrow_frame(spark, changes)
+            deltas[rel] = changes
     stats["delta_rows"] = rows_in
-
-    processed: Set[str] = set()
+    if not deltas:
+        return {}
     t0 = time.perf_counter()
-    for rel in changed:
-        if rel not in sources.deltas:
-            processed.add(rel)
+    plan = view.batch_plan(tuple(changed), tuple(r for r in changed if r in deltas))
+    seconds["plan"] = time.perf_counter() - t0
+    if not plan.blocks:
+        return {}
+    step(f"computing the deltas of {len(plan.targets)} map(s)")
+    t0 = time.perf_counter()
+    scratch = view.scratch_dir(record.batch)
+    try:
+        inputs = BatchInputs(view, record, deltas, scratch)
+        frames = {name: inputs.bind(leaf) for name, leaf in plan.leaves.items()}
+        stats["map_reads"] = inputs.reads
+        from ..spark.io import frame_arrow
+        df = view.ctx.spark.sql(plan.text, **frames)
+        seconds["bind"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        packed = frame_arrow(df)
+        seconds["compute"] = time.perf_counter() - t0
+    finally:
+        view.ctx.store.drop(scratch)
+    t0 = time.perf_counter()
+    out = split_packed(view, plan, packed)
+    seconds["split"] = time.perf_counter() - t0
+    return out
+
+
+def split_packed(view, plan: BatchPlan, packed: pa.Table) -> Dict[str, pa.Table]:
+    """Per map: every member's rows as map rows, summed by key, all-zero rows dropped."""
+    tags = packed.column(TAG)
+    pieces: Dict[str, List[pa.Table]] = {}
+    for b in plan.blocks:
+        rows = packed.filter(pc.equal(tags, b.tag))
+        if rows.num_rows == 0:
             continue
-        sources.position(processed)
-        pieces = {}
-        for target in program.targets_for(rel):
-            stmts = [s for s in program.statements_for(rel) if s.target == target]
-            pieces[target] = _fused_delta(view, target, stmts, sources)
-        # Only now: every statement of this trigger read the maps as they were before it.
-        for target, piece in pieces.items():
-            sources.pending.setdefault(target, []).append(piece)
-        processed.add(rel)
-    stats.setdefault("seconds", {})["triggers"] = time.perf_counter() - t0
-    return sources.pending
+        for m in b.members:
+            schema = view.map_schema(m.target)
+            arrow_types = view.map_arrow_schema(m.target)
+            cols = {}
+            for block_col, key in zip(m.keys, schema.keys):
+                j = int(block_col[1:])
+                cols[key] = rows.column(f"p{b.tag}_g{j}").cast(arrow_types.field(key).type)
+            for c in schema.values:
+                cols[c] = rows.column(m.out) if c == m.column else \
+                    pa.nulls(rows.num_rows, arrow_types.field(c).type)
+            pieces.setdefault(m.target, []).append(pa.table(cols, schema=arrow_types))
+    return {target: sum_pieces(view, target, tables) for target, tables in pieces.items()}
 
 
-def _fused_delta(view, target: str, stmts, sources: BatchSources) -> DataFrame:
-    """All statements of one trigger that write the same map, fused into one delta."""
-    spark = view.ctx.spark
-    mschema = view.map_schema(target)
-    keys = mschema.keys
-    parts = []
-    for s in stmts:
-        sb = SqlBuilder()
-        sql = lower_query(s.rhs, sources, sb, keys, s.column, aggregate=False)
-        df = spark.sql(sql, **sb.params)
-        cols = [f"{q(k)}" for k in keys] + [
-            (q(c) if c == s.column else f"CAST(0 AS {t}) AS {q(c)}") for c, t in mschema.values.items()]
-        parts.append(df.selectExpr(*cols))
-    # Left lazy and unaggregated: Spark plans it into the batch's single job (and into later
-    # triggers' reads, which are linear in the map, so duplicate keys are harmless).
-    return union_all(parts)
+def sum_pieces(view, target: str, tables: List[pa.Table]) -> pa.Table:
+    schema = view.map_schema(target)
+    data = pa.concat_tables(tables)
+    values = list(schema.values)
+    if schema.keys:
+        summed = data.group_by(schema.keys, use_threads=False).aggregate([(c, "sum") for c in values])
+        summed = summed.rename_columns([f"{c}_sum" if c in values else c for c in summed.column_names])
+    else:
+        summed = pa.table({f"{c}_sum": [pc.sum(data.column(c)).as_py()] for c in values},
+                          schema=pa.schema([(f"{c}_sum", data.schema.field(c).type) for c in values]))
+    cols = {k: summed.column(k) for k in schema.keys}
+    for c in values:
+        col = summed.column(f"{c}_sum")
+        cols[c] = pc.fill_null(col, pa.scalar(0, col.type)).cast(data.schema.field(c).type)
+    out = pa.table(cols, schema=data.schema)
+    nonzero = None
+    for c in values:
+        test = pc.not_equal(out.column(c), pa.scalar(0, out.schema.field(c).type))
+        nonzero = test if nonzero is None else pc.or_(nonzero, test)
+    return out.filter(nonzero)
 
 
-def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:
-    """Group by keys, sum each value column cast to its map type, drop all-zero rows."""
+def sum_by_keys(df, keys, values: Dict[str, str]):
+    """Group a DataFrame by keys, sum each value column cast to its map type, drop all-zero
+    rows (the initial load of a map)."""
     sums = [f"CAST(COALESCE(SUM({q(c)}), 0) AS {t}) AS {q(c)}" for c, t in values.items()]
     expr_keys = ", ".join(q(k) for k in keys)
     nonzero = " OR ".join(f"{q(c)} <> 0" for c in values)

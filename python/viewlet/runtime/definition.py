@@ -3,7 +3,7 @@ map and of the result table, which Spark's analyzer decides once, at CREATE."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.normalize import fresh_names
@@ -21,6 +21,8 @@ class CompiledView:
     spec: ViewSpec
     program: Program
     depth: Optional[int]
+    #: what the runtime derives from the program once per process (batch plans, result SQL)
+    cache: Dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int]) -> CompiledView:

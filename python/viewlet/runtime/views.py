@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import re
 import time
@@ -16,12 +17,12 @@ from pyspark.sql.types import StructType
 
 from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
-from ..spark.io import frame_arrow, read_table, union_all
+from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
-from ..spark.pack import collect_parts
 from ..sql.frontend import COUNT_COLUMN
-from .batch import relation_columns, run_triggers, sum_by_keys
-from . import drift, faults
+from .batch import BatchPlan, build_plan, relation_columns, run_triggers, sum_by_keys
+from .keyed import add_rows, read_keys
+from . import drift, faults, maps
 from .catalog import Entry
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, parts_key, result_layout)
@@ -82,8 +83,17 @@ class LoadedView:
         return self.ctx.layout.map_table(self.id, name)
 
     def map_schema(self, name: str) -> MapSchema:
-        m = self.spec["maps"][name]
-        return MapSchema(m["keys"], m["key_types"], m["values"])
+        key = ("map_schema", name)
+        if key not in self.compiled.cache:
+            m = self.spec["maps"][name]
+            self.compiled.cache[key] = MapSchema(m["keys"], m["key_types"], m["values"])
+        return self.compiled.cache[key]
+
+    def map_arrow_schema(self, name: str) -> pa.Schema:
+        key = ("map_arrow_schema", name)
+        if key not in self.compiled.cache:
+            self.compiled.cache[key] = arrow_schema(self.map_schema(name).struct())
+        return self.compiled.cache[key]
 
     @property
     def result_path(self) -> str:
@@ -96,6 +106,18 @@ class LoadedView:
     @property
     def app_id(self) -> str:
         return f"viewlet:{self.id}"
+
+    def scratch_dir(self, batch: int) -> str:
+        """Where one attempt at a batch keeps its input files (removed when it ends)."""
+        return self.ctx.layout.scratch_dir(self.id, f"{batch}-{uuid.uuid4().hex[:12]}")
+
+    def batch_plan(self, changed, active) -> BatchPlan:
+        """The batch SQL for these changed relations (built once per view and set)."""
+        key = ("plan", changed, active)
+        plans = self.compiled.cache
+        if key not in plans:
+            plans[key] = build_plan(self, changed, active)
+        return plans[key]
 
 
 class _SnapshotSource(AtomSource):
@@ -165,7 +187,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         if depth != 0:
             for m in compiled.program.maps.values():
                 schema, frame = _initial_map(ctx, m, source)
-                maps_json[m.name] = schema.to_json()
+                maps_json[m.name] = dict(schema.to_json(),
+                                         cluster=maps.cluster_order(compiled.program, m.name))
                 parts[m.name] = frame
                 if m.name == compiled.program.view_map:
                     state_frame = frame
@@ -178,11 +201,13 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             what = "the result table" if part == RESULT_PART else f"map {part}"
             progress.step(f"loading {what} ({i}/{len(parts)})")
             data = frame_arrow(frame)
-            path = ctx.layout.result_table(view_id) if part == RESULT_PART \
-                else ctx.layout.map_table(view_id, part)
-            ctx.store.create(path, data, txn=(f"viewlet:{view_id}", 0))
+            txn = (f"viewlet:{view_id}", 0)
             if part == RESULT_PART:
+                ctx.store.create(ctx.layout.result_table(view_id), data, txn=txn)
                 result_rows = data.num_rows
+            else:
+                maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
+                                   maps_json[part]["keys"], maps_json[part]["cluster"], txn)
             del data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
@@ -292,15 +317,17 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
     view = ctx.load(name)
     t0 = time.perf_counter()
     manifest = view.manifest
-    latest = manifest.latest()
+    records = manifest.records()
+    latest = records[-1]
+    last = [r for r in records if r.phase == "committed"][-1]
     recovered = None
     if latest.phase == "planned":
         log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
                     name, latest.batch)
-        stats = apply_batch(view, latest)
+        stats = apply_batch(view, latest, last)
         manifest.commit(latest, stats)
         recovered = latest.batch
-    last = manifest.last_committed()
+        last = BatchRecord(latest.batch, "committed", latest.ranges, latest.map_versions, stats)
     ranges = drift.batch_ranges(view, last.watermarks, max_commits)
     if all(a == b for a, b in ranges.values()):
         return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
@@ -313,7 +340,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
         return refresh_view(ctx, name, max_commits)
     faults.point("batch.planned")
     record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
-    stats = apply_batch(view, record)
+    stats = apply_batch(view, record, last)
     stats["seconds"]["total"] = time.perf_counter() - t0
     manifest.commit(record, stats)
     faults.point("batch.committed")
@@ -322,16 +349,17 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
             "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
 
 
-def apply_batch(view: LoadedView, record: BatchRecord) -> Dict:
+def apply_batch(view: LoadedView, record: BatchRecord, previous: Optional[BatchRecord] = None) -> Dict:
     """Run one batch and commit every map, each with the batch's transaction id, so that a
-    re-run commits only what a crash left uncommitted."""
+    re-run commits only what a crash left uncommitted. `previous`: the last committed batch
+    (its stats carry the maps' layouts)."""
     with Progress(view.ctx.spark, f"refresh {view.name} batch {record.batch}") as progress:
-        stats = _apply_batch(view, record, progress)
+        stats = _apply_batch(view, record, progress, (previous.stats if previous else {}) or {})
         stats["spark_jobs"] = progress.spark_jobs()
     return stats
 
 
-def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress) -> Dict:
+def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, previous: Dict) -> Dict:
     stats: Dict = {"seconds": {}}
     ctx = view.ctx
     txn = (view.app_id, record.batch)
@@ -339,36 +367,30 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress) -> D
         progress.step("recomputing the defining query")
         _recompute(view, record, txn, stats)
         return stats
-    pending = run_triggers(view, record, stats, progress.step)
-    progress.step(f"computing the deltas of {len(pending)} map(s)")
-    t0 = time.perf_counter()
+    deltas = run_triggers(view, record, stats, progress.step)
     state_name = view.spec["view_map"]
-    totals: Dict[str, DataFrame] = {}
-    for name, pieces in pending.items():
-        schema = view.map_schema(name)
-        totals[name] = sum_by_keys(union_all(pieces), schema.keys, schema.values)
-    parts = dict(totals)
-    if state_name in totals:
-        parts[RESULT_PART] = _result_source(view, record, totals[state_name])
-    collected = collect_parts(parts)          # the batch's one Spark job
+    result = None
+    if deltas.get(state_name) is not None and deltas[state_name].num_rows:
+        progress.step("computing the result rows of the touched groups")
+        t0 = time.perf_counter()
+        result = _result_source(view, record, deltas[state_name])
+        stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
-    stats["seconds"]["compute"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     changed_rows = {}
-    maps = [name for name in collected if name != RESULT_PART]
+    maps = [name for name, total in deltas.items() if total.num_rows]
     for i, name in enumerate(maps, 1):
-        total = collected[name]
+        total = deltas[name]
         progress.step(f"merging map {name} ({i}/{len(maps)}, {total.num_rows} rows)")
-        schema = view.map_schema(name)
         changed_rows[name] = total.num_rows
-        path = view.map_path(name)
-        zero = COUNT_COLUMN if name == state_name else VALUE
-        if total.num_rows and not _committed(ctx, path, txn):
-            ctx.store.merge_add(path, total, schema.keys, list(schema.values), zero, txn=txn,
-                                metadata=meta)
+        if ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta):
             faults.point("batch.map_merged")
-    result = collected.get(RESULT_PART)
+    stats["seconds"]["merge"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stats["layout"] = _compact_maps(view, record, maps, previous.get("layout") or {}, progress)
+    stats["seconds"]["compact"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
         progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
@@ -378,8 +400,36 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress) -> D
     stats["result_rows_changed"] = 0 if result is None else \
         pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
     stats["map_rows_changed"] = changed_rows
-    stats["seconds"]["merge"] = time.perf_counter() - t0
+    stats["seconds"]["merge_result"] = time.perf_counter() - t0
     return stats
+
+
+def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], layouts: Dict,
+                  progress: Progress) -> Dict:
+    """Compact the maps this batch appended to whose appended rows or files outgrew their
+    base (maps.py), vacuum what no version in use needs; the maps' layouts for the next
+    batch."""
+    ctx = view.ctx
+    out = dict(layouts)
+    for name in written:
+        path = view.map_path(name)
+        layout = maps.MapLayout.of(layouts.get(name), None) if name in layouts else \
+            maps.MapLayout.of(None, ctx.store.snapshot(path, record.map_versions[name]))
+        current = ctx.store.snapshot(path)
+        if layout.due(current):
+            progress.step(f"compacting map {name} ({len(current.files)} files)")
+            schema = view.map_schema(name)
+            zero = COUNT_COLUMN if name == view.spec["view_map"] else VALUE
+            cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
+            compacted = maps.compact(ctx.store, path, schema.keys, list(schema.values), zero,
+                                     cluster, {"viewlet.view": view.name,
+                                               "viewlet.compaction": str(record.batch)})
+            if compacted is not None:
+                layout = compacted
+                # Files of the batch-start version stay: a re-run of this batch reads them.
+                ctx.store.vacuum(path, record.map_versions[name])
+        out[name] = layout.to_json()
+    return out
 
 
 def _committed(ctx, path, txn) -> bool:
@@ -387,33 +437,45 @@ def _committed(ctx, path, txn) -> bool:
     return done is not None and done >= txn[1]
 
 
-def _result_source(view: LoadedView, record: BatchRecord, delta_state: DataFrame) -> DataFrame:
+def _result_source(view: LoadedView, record: BatchRecord, delta_state: pa.Table) -> pa.Table:
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
-    per touched group and the group's new rows as 'ins' rows."""
-    ctx, spark = view.ctx, view.ctx.spark
-    layout = view.spec["result"]
+    per touched group and the group's new rows as 'ins' rows. The touched groups' new state
+    (their batch-start rows plus the delta) is built on the driver; Spark evaluates the
+    output expressions over it."""
+    ctx = view.ctx
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
-    old = read_table(spark, ctx.store, view.map_path(state_name), record.map_versions[state_name])
-    on = " AND ".join(f"d.{q(k)} <=> o.{q(k)}" for k in schema.keys) or "TRUE"
-    new_state = spark.sql(
-        "SELECT " + ", ".join([f"d.{q(k)} AS {q(k)}" for k in schema.keys] +
-                              [f"CAST(COALESCE(o.{q(c)}, 0) + d.{q(c)} AS {t}) AS {q(c)}"
-                               for c, t in schema.values.items()]) +
-        f" FROM {{d}} d LEFT JOIN {{o}} o ON {on}", d=delta_state, o=old)
-    ins = spark.sql(result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
-                                    schema.keys, COUNT_COLUMN), s=new_state)
-    ins = ins.selectExpr("*", f"'ins' AS {q(OP)}")
+    new_state = add_rows(read_keys(ctx.store, view.map_path(state_name),
+                                   record.map_versions[state_name], delta_state, schema.keys),
+                         delta_state, schema.keys, list(schema.values))
+    frame = arrow_frame(ctx.spark, new_state)
+    return frame_arrow(ctx.spark.sql(_result_sql(view), s=frame))
+
+
+def _result_sql(view: LoadedView) -> str:
+    """The 'ins' rows of the touched groups and one 'del' row each, over `{s}` (the touched
+    groups' new state), built once per view."""
+    cache = view.compiled.cache
+    if "result_sql" in cache:
+        return cache["result_sql"]
+    layout = view.spec["result"]
+    schema = view.map_schema(view.spec["view_map"])
+    rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"], schema.keys,
+                               COUNT_COLUMN)
     key_of = {name: gi for name, gi in layout["keys"]}
     types = {c["physical"]: c["type"] for c in layout["columns"]}
+    columns = [c["physical"] for c in layout["columns"]] + \
+        [name for name, _ in layout["keys"] if name in layout["hidden"]]
     dels = []
-    for col in ins.columns[:-1]:
+    for col in columns:
         if col in key_of:
             typ = types.get(col) or schema.key_types[key_of[col]]
             dels.append(f"CAST({q(schema.keys[key_of[col]])} AS {typ}) AS {q(col)}")
         else:
             dels.append(f"CAST(NULL AS {types[col]}) AS {q(col)}")
-    return ins.unionByName(delta_state.selectExpr(*dels, f"'del' AS {q(OP)}"))
+    cache["result_sql"] = (f"SELECT *, 'ins' AS {q(OP)} FROM ({rows_sql}) AS r UNION ALL "
+                           f"SELECT {', '.join(dels)}, 'del' AS {q(OP)} FROM {{s}}")
+    return cache["result_sql"]
 
 
 def _recompute(view: LoadedView, record: BatchRecord, txn, stats):

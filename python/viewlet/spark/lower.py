@@ -1,21 +1,29 @@
 """Lowering calculus queries to Spark SQL.
 
 Each monomial becomes one SELECT: its relation, batch and map atoms are FROM items (Spark
-DataFrames passed as parameters), shared variables become join equalities, conditions go to
-WHERE, and the multiplicity is the product of the atoms' multiplicities, the coefficient and
-the value terms, summed per group. Monomials are combined with UNION ALL and summed again.
+DataFrames, or symbolic leaves a batch binds to DataFrames later, passed as parameters),
+shared variables become join equalities, conditions go to WHERE, and the multiplicity is the
+product of the atoms' multiplicities, the coefficient and the value terms, summed per group.
+Monomials are combined with UNION ALL and summed again.
+
+A map atom whose key variables the batch binds (the variable is a column of a batch atom of
+the same monomial) is read with `lookups`: the batch columns its keys must equal, so the
+source can read only the map files whose key ranges hold one of the batch's values.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
-
-from pyspark.sql import DataFrame
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
 from ..errors import ViewletError
 
 MULT = "__m"
+NESTED = "__n"
+
+#: key position -> the batch columns ((relation, column), ...) that bind it
+Lookups = Dict[int, FrozenSet[Tuple[str, str]]]
+Origins = Dict[str, FrozenSet[Tuple[str, str]]]
 
 
 def q(name: str) -> str:
@@ -25,40 +33,117 @@ def q(name: str) -> str:
 
 @dataclass
 class SqlBuilder:
-    """Collects DataFrame parameters for `spark.sql(text, **params)`."""
+    """Collects the parameters of `spark.sql(text, **params)`: DataFrames (the same object
+    gets the same name) or hashable leaf descriptions bound to DataFrames later."""
 
-    params: Dict[str, DataFrame] = field(default_factory=dict)
+    params: Dict[str, object] = field(default_factory=dict)
 
-    def frame(self, df: DataFrame) -> str:
+    def frame(self, df) -> str:
         for name, existing in self.params.items():
-            if existing is df:
+            if existing is df or (not _is_frame(df) and not _is_frame(existing) and existing == df):
                 return "{" + name + "}"
         name = f"f{len(self.params)}"
         self.params[name] = df
         return "{" + name + "}"
 
 
+def _is_frame(x) -> bool:
+    return hasattr(x, "sparkSession")
+
+
+@dataclass(frozen=True)
+class Sql:
+    """A FROM item given as SQL text (already parenthesizable), not as a parameter."""
+    text: str
+
+
 class AtomSource:
     """Where a trigger statement's atoms read from (depends on the batch position)."""
 
-    def delta(self, relation: str) -> DataFrame: ...        # base columns + __m
-    def relation(self, relation: str) -> DataFrame: ...     # base columns
-    def map(self, name: str) -> DataFrame: ...              # k0..kn + value column(s)
+    def delta(self, relation: str): ...        # base columns + __m
+    def relation(self, relation: str): ...     # base columns
+    def map(self, name: str, lookups: Optional[Lookups] = None): ...   # k0..kn + value column(s)
     def map_value(self, name: str) -> str: ...
 
 
+def _from(item, sb: SqlBuilder) -> str:
+    return f"({item.text})" if isinstance(item, Sql) else sb.frame(item)
+
+
+@dataclass
+class Select:
+    """A monomial as SQL pieces. Monomials with the same FROM items and joins differ only in
+    their conditions and products, so several of them can share one SELECT."""
+
+    froms: List[str]
+    joins: List[str]          # equalities between atoms (never moved out of WHERE)
+    conds: List[str]          # the monomial's conditions
+    keys: List[str]           # SQL of each group variable
+    product: str
+
+    def sql(self, out_keys: Sequence[str], out_value: str) -> str:
+        keys = [f"{k} AS {q(o)}" for k, o in zip(self.keys, out_keys)]
+        return _select(self.froms, self.joins + self.conds,
+                       keys + [f"{self.product} AS {q(out_value)}"])
+
+    def shape(self) -> tuple:
+        return tuple(self.froms), tuple(self.joins)
+
+
 def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
-                   out_keys: Sequence[str], out_value: str, pre=None) -> str:
+                   out_keys: Sequence[str], out_value: str, pre=None,
+                   origins: Optional[Origins] = None) -> str:
     """One monomial as a SELECT of out_keys + out_value. `pre` = (FROM item, {var: SQL})
     binds input variables of a nested query from its enclosing query's distinct bindings."""
+    return monomial_select(mono, group, source, sb, pre, origins).sql(out_keys, out_value)
+
+
+def batch_origins(mono: Monomial, inherited: Optional[Origins] = None) -> Origins:
+    """Variables whose values all come from batch columns: bound by a batch atom, or by a
+    domain of batch columns; `inherited` from an enclosing query (its inputs)."""
+    out: Dict[str, set] = {}
+    for atom in mono.atoms:
+        if isinstance(atom, DeltaRel):
+            for col, var in zip(atom.columns, atom.vars):
+                out.setdefault(var, set()).add((atom.table, col))
+        elif isinstance(atom, Domain):
+            for var, cols in _domain_origins(atom.query).items():
+                out.setdefault(var, set()).update(cols)
+    merged = {v: frozenset(c) for v, c in out.items()}
+    for var, cols in (inherited or {}).items():
+        merged.setdefault(var, cols)
+    return merged
+
+
+def _domain_origins(query: Query) -> Origins:
+    """A domain's group variable has batch origins if every monomial binds it by batch columns."""
+    out: Dict[str, FrozenSet] = {}
+    for var in query.group:
+        cols = set()
+        for m in query.monomials:
+            found = {(a.table, c) for a in m.atoms if isinstance(a, DeltaRel)
+                     for c, v in zip(a.columns, a.vars) if v == var}
+            if not found:
+                cols = None
+                break
+            cols |= found
+        if cols:
+            out[var] = frozenset(cols)
+    return out
+
+
+def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
+                    pre=None, origins: Optional[Origins] = None) -> Select:
     froms: List[str] = []
-    where: List[str] = []
+    joins: List[str] = []
+    conds: List[str] = []
     mults: List[str] = []
     binding: Dict[str, str] = {}
+    origin = batch_origins(mono, origins)
 
     def bind(var: str, sql: str):
         if var in binding:
-            where.append(f"{binding[var]} = {sql}")
+            joins.append(f"{binding[var]} = {sql}")
         else:
             binding[var] = sql
 
@@ -68,16 +153,17 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
     for i, atom in enumerate(mono.atoms):
         alias = f"a{i}"
         if isinstance(atom, DeltaRel):
-            froms.append(f"{sb.frame(source.delta(atom.table))} AS {alias}")
+            froms.append(f"{_from(source.delta(atom.table), sb)} AS {alias}")
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
             mults.append(f"{alias}.{q(MULT)}")
         elif isinstance(atom, Rel):
-            froms.append(f"{sb.frame(source.relation(atom.table))} AS {alias}")
+            froms.append(f"{_from(source.relation(atom.table), sb)} AS {alias}")
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
         elif isinstance(atom, MapRef):
-            froms.append(f"{sb.frame(source.map(atom.name))} AS {alias}")
+            lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
+            froms.append(f"{_from(source.map(atom.name, lookups or None), sb)} AS {alias}")
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
             mults.append(f"{alias}.{q(source.map_value(atom.name))}")
@@ -88,7 +174,7 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
                          f"WHERE {q('__g')} <> 0) AS {alias}")
             for k, var in zip(keys, atom.vars):
                 if var in binding:             # GROUP BY groups: NULL is a key
-                    where.append(f"{binding[var]} <=> {alias}.{q(k)}")
+                    joins.append(f"{binding[var]} <=> {alias}.{q(k)}")
                 else:
                     binding[var] = f"{alias}.{q(k)}"
         elif isinstance(atom, Domain):
@@ -110,14 +196,14 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
                 if all(v in binding for v in l.expr.vars):
                     value = l.expr.to_sql(binding.__getitem__)
                     if l.var in binding:
-                        where.append(f"({binding[l.var]}) <=> ({value})")
+                        joins.append(f"({binding[l.var]}) <=> ({value})")
                     else:
                         binding[l.var] = f"({value})"
                     pending.remove(l)
                     progress = True
         for atom in [a for a in pending if isinstance(a, (Cond, Value)) and a.free_vars() <= set(binding)]:
             if isinstance(atom, Cond):
-                where.append(f"({atom.pred.to_sql(binding.__getitem__)})")
+                conds.append(f"({atom.pred.to_sql(binding.__getitem__)})")
             else:
                 mults.append(f"({atom.expr.to_sql(binding.__getitem__)})")
             pending.remove(atom)
@@ -128,22 +214,23 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
         # query once per distinct input binding, and LEFT JOIN the values back.
         stage += 1
         cols = {v: f"c{j}" for j, v in enumerate(sorted(binding))}
-        inner = _select(froms, where, [f"{binding[v]} AS {q(c)}" for v, c in cols.items()]
+        inner = _select(froms, joins + conds, [f"{binding[v]} AS {q(c)}" for v, c in cols.items()]
                         + [f"{_product(mults, 1)} AS {q(MULT)}"])
         base = f"s{stage}"
         text = f"({inner}) AS {base}"
         for n, atom in enumerate(nested):
             nalias = f"n{stage}_{n}"
             eq = "=" if _range_restricted(atom) and not atom.null_safe else "<=>"
-            text += f" LEFT JOIN ({_nested_sql(atom, inner, cols, source, sb)}) AS {nalias} ON " + (
+            inherited = {g: origin[g] for g in atom.inputs if g in origin}
+            text += f" LEFT JOIN ({_nested_sql(atom, inner, cols, source, sb, inherited)}) AS {nalias} ON " + (
                 " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(cols[g])}" for g in atom.inputs)
                 or "TRUE")
-        froms, where, mults = [text], [], [f"{base}.{q(MULT)}"]
+        froms, joins, conds, mults = [text], [], [], [f"{base}.{q(MULT)}"]
         new_binding = {v: f"{base}.{q(c)}" for v, c in cols.items()}
         for n, atom in enumerate(nested):
             value = f"COALESCE(n{stage}_{n}.{q(NESTED)}, 0)"
             if atom.var in new_binding:
-                where.append(f"{new_binding[atom.var]} <=> {value}")
+                joins.append(f"{new_binding[atom.var]} <=> {value}")
             else:
                 new_binding[atom.var] = value
             pending.remove(atom)
@@ -155,11 +242,7 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
         mults.insert(0, _number(mono.coef))
     if not froms:
         froms.append("(SELECT 1) AS unit")
-    keys = [f"{binding[v]} AS {q(k)}" for v, k in zip(group, out_keys)]
-    return _select(froms, where, keys + [f"{_product(mults, 1)} AS {q(out_value)}"])
-
-
-NESTED = "__n"
+    return Select(froms, joins, conds, [binding[v] for v in group], _product(mults, 1))
 
 
 def _select(froms, where, items) -> str:
@@ -184,8 +267,10 @@ def _range_restricted(atom: Nested) -> bool:
     return True
 
 
-def _nested_sql(atom: Nested, enclosing: str, cols, source, sb) -> str:
-    """The nested query's value per distinct binding of its inputs in the enclosing rows."""
+def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origins) -> str:
+    """The nested query's value per distinct binding of its inputs in the enclosing rows.
+    `inherited`: batch origins of inputs in the enclosing query (only those input values
+    are looked up, so maps the nested query reads by them are read by lookup too)."""
     inputs = list(atom.inputs)
     keys = [cols[g] for g in inputs]
     if not atom.query.monomials:
@@ -194,7 +279,8 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb) -> str:
     if _range_restricted(atom):
         # Every monomial binds the inputs itself: aggregate per input, no enclosing rows
         # needed (the LEFT JOIN back uses SQL `=`, so NULL inputs get 0, as correlation does).
-        parts = [lower_monomial(m, inputs, source, sb, keys, NESTED) for m in atom.query.monomials]
+        parts = [lower_monomial(m, inputs, source, sb, keys, NESTED, origins=inherited)
+                 for m in atom.query.monomials]
         union = " UNION ALL ".join(f"({p})" for p in parts)
         key_list = ", ".join(q(k) for k in keys)
         return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
@@ -203,7 +289,8 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb) -> str:
     if inputs:
         domain = f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({enclosing}) AS e) AS inp"
         pre = (domain, {g: f"inp.{q(cols[g])}" for g in inputs})
-    parts = [lower_monomial(m, inputs, source, sb, keys, NESTED, pre) for m in atom.query.monomials]
+    parts = [lower_monomial(m, inputs, source, sb, keys, NESTED, pre, origins=inherited)
+             for m in atom.query.monomials]
     union = " UNION ALL ".join(f"({p})" for p in parts)
     key_list = ", ".join(q(k) for k in keys)
     return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 
@@ -17,14 +17,75 @@ Txn = Tuple[str, int]  # (application id, version): makes a commit idempotent
 
 
 @dataclass(frozen=True)
+class FileStats:
+    """What a Delta add action says about one data file: rows, and per column its NULL
+    count and min/max (absent when the writer recorded none)."""
+
+    rows: Optional[int]
+    null_count: Dict[str, Optional[int]]
+    min: Dict[str, object]
+    max: Dict[str, object]
+    size: int = 0
+
+
+@dataclass(frozen=True)
 class Snapshot:
-    """The files of one table version, enough for Spark to read it as Parquet."""
+    """The files of one table version, enough for Spark to read it as Parquet; with each
+    file's statistics when the store has them (same order as `files`)."""
 
     path: str
     version: int
     files: Tuple[str, ...]
     schema: pa.Schema
     partition_columns: Tuple[str, ...]
+    stats: Optional[Tuple[FileStats, ...]] = None
+
+    def restricted(self, lookups: Dict[str, Tuple[Set, bool]]) -> "Snapshot":
+        """Only the files that can hold a row whose column c equals one of lookups[c]'s
+        values (NULL only if lookups[c] says so), for every column c: file skipping by
+        min/max statistics. Files without usable statistics are kept."""
+        if self.stats is None or not lookups:
+            return self
+        columns = {}
+        for c, (values, has_null) in lookups.items():
+            field = self.schema.field(c) if c in self.schema.names else None
+            if field is None or not _prunable(field.type):
+                continue
+            try:
+                columns[c] = (sorted(values), has_null, pa.types.is_string(field.type))
+            except TypeError:            # values that do not compare: no skipping on c
+                continue
+        if not columns:
+            return self
+        keep = [i for i, st in enumerate(self.stats) if all(
+            _may_hold(st, c, *spec) for c, spec in columns.items())]
+        return Snapshot(self.path, self.version, tuple(self.files[i] for i in keep), self.schema,
+                        self.partition_columns, tuple(self.stats[i] for i in keep))
+
+
+def _prunable(t: pa.DataType) -> bool:
+    # Floating point min/max ignore NaN and timestamps are truncated to milliseconds: not
+    # safe to skip by; strings, integers, dates, decimals and booleans are.
+    return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_decimal(t)
+            or pa.types.is_string(t) or pa.types.is_boolean(t))
+
+
+def _may_hold(st: FileStats, column: str, values, has_null: bool, is_string: bool) -> bool:
+    import bisect
+    nulls = st.null_count.get(column)
+    lo, hi = st.min.get(column), st.max.get(column)
+    if has_null and (nulls is None or nulls > 0):
+        return True
+    if lo is None or hi is None:
+        # No min/max: all NULL when the NULL count says so, otherwise unknown.
+        return not (nulls is not None and st.rows is not None and nulls == st.rows)
+    if is_string and len(hi) >= 32:      # writers may truncate long string maxima
+        hi = None
+    try:
+        i = bisect.bisect_left(values, lo)
+        return i < len(values) and (hi is None or values[i] <= hi)
+    except TypeError:
+        return True
 
 
 class TableStore(ABC):
@@ -39,6 +100,10 @@ class TableStore(ABC):
 
     @abstractmethod
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table: ...
+
+    @abstractmethod
+    def read_files(self, snapshot: Snapshot) -> pa.Table:
+        """The rows of exactly the snapshot's files (e.g. a `Snapshot.restricted` one)."""
 
     @abstractmethod
     def table_id(self, path: str, version: Optional[int] = None) -> str:
@@ -58,7 +123,10 @@ class TableStore(ABC):
     @abstractmethod
     def create(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
                metadata: Optional[Dict[str, str]] = None,
-               properties: Optional[Dict[str, str]] = None) -> None: ...
+               properties: Optional[Dict[str, str]] = None,
+               rows_per_file: Optional[int] = None) -> None:
+        """A new table holding `data`; with `rows_per_file`, written in order in files of
+        that many rows, each with min/max statistics."""
 
     @abstractmethod
     def append(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
@@ -75,6 +143,25 @@ class TableStore(ABC):
     @abstractmethod
     def overwrite(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> None: ...
+
+    @abstractmethod
+    def add_rows(self, path: str, rows: pa.Table, txn: Txn,
+                 metadata: Optional[Dict[str, str]] = None) -> bool:
+        """Append `rows` to a map (a table whose value for a key is the sum of its rows)
+        unless the table already holds `txn` (then False); a concurrent commit of the same
+        txn raises ConcurrentUpdate."""
+
+    @abstractmethod
+    def rewrite(self, path: str, data: pa.Table, read_version: int, rows_per_file: int,
+                metadata: Optional[Dict[str, str]] = None) -> bool:
+        """Replace every row by `data`, written in order in files of `rows_per_file` rows,
+        in one commit that fails if anything committed after `read_version` (then False:
+        nothing changed)."""
+
+    @abstractmethod
+    def vacuum(self, path: str, keep_version: int) -> int:
+        """Delete the data files that neither the current version nor `keep_version`
+        references; the number of files deleted."""
 
     @abstractmethod
     def merge_add(self, path: str, source: pa.Table, keys: Sequence[str],
@@ -102,6 +189,11 @@ class TableStore(ABC):
     @abstractmethod
     def oldest_version(self, path: str) -> int:
         """The oldest version whose changes can still be read."""
+
+    @abstractmethod
+    def write_file(self, path: str, data: pa.Table) -> str:
+        """Write `data` as one plain Parquet file at `path` (no Delta log); the location
+        Spark reads it from."""
 
     @abstractmethod
     def drop(self, path: str) -> None:

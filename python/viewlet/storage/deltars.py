@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+from collections import OrderedDict
 from typing import Dict, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
-from .base import Snapshot, TableStore, Txn
+from .base import FileStats, Snapshot, TableStore, Txn
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 # Reader features a plain Parquet read of the snapshot files would get wrong.
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+_SNAPSHOTS_KEPT = 512
 
 
 def _dl():
@@ -72,6 +75,8 @@ def plain_types(table: pa.Table) -> pa.Table:
 class DeltaRsStore(TableStore):
     def __init__(self, storage_options: Optional[Dict[str, str]] = None):
         self.options = storage_options or None
+        self._lock = threading.Lock()
+        self._snapshots: "OrderedDict[tuple, Snapshot]" = OrderedDict()
 
     def _table(self, path: str, version: Optional[int] = None):
         dl = _dl()
@@ -92,6 +97,20 @@ class DeltaRsStore(TableStore):
         return self._table(path).version()
 
     def snapshot(self, path: str, version: Optional[int] = None) -> Snapshot:
+        if version is not None:
+            with self._lock:
+                hit = self._snapshots.get((path, version))
+                if hit is not None:
+                    self._snapshots.move_to_end((path, version))
+                    return hit
+        snap = self._read_snapshot(path, version)
+        with self._lock:              # a version's files never change: cache it
+            self._snapshots[(path, snap.version)] = snap
+            while len(self._snapshots) > _SNAPSHOTS_KEPT:
+                self._snapshots.popitem(last=False)
+        return snap
+
+    def _read_snapshot(self, path: str, version: Optional[int]) -> Snapshot:
         dt = self._table(path, version)
         protocol = dt.protocol()
         features = set(protocol.reader_features or [])
@@ -102,8 +121,9 @@ class DeltaRsStore(TableStore):
                 "which Viewlet cannot read yet. Rewrite it without deletion vectors or column mapping.")
         schema = pa.schema(dt.schema().to_arrow())
         # file_uris() are percent-encoded; Spark (Hadoop Path) wants them decoded.
-        return Snapshot(path, dt.version(), tuple(unquote(u) for u in dt.file_uris()), schema,
-                        tuple(dt.metadata().partition_columns))
+        files = tuple(unquote(u) for u in dt.file_uris())
+        return Snapshot(path, dt.version(), files, schema, tuple(dt.metadata().partition_columns),
+                        _file_stats(dt, files, schema.names))
 
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
         # DataFusion's QueryBuilder, not to_pyarrow_table: the latter can abort the
@@ -111,6 +131,15 @@ class DeltaRsStore(TableStore):
         from deltalake import QueryBuilder
         reader = QueryBuilder().register("t", self._table(path, version)).execute("SELECT * FROM t")
         return plain_types(pa.table(reader.read_all()))
+
+    def read_files(self, snapshot: Snapshot) -> pa.Table:
+        import pyarrow.parquet as pq
+        schema = snapshot.schema
+        if not snapshot.files:
+            return schema.empty_table()
+        fs, paths = _filesystem(snapshot.path, snapshot.files, self.options)
+        tables = [pq.read_table(p, filesystem=fs, schema=schema) for p in paths]
+        return plain_types(pa.concat_tables(tables))
 
     def table_id(self, path: str, version: Optional[int] = None) -> str:
         return self._table(path, version).metadata().id
@@ -146,10 +175,40 @@ class DeltaRsStore(TableStore):
                      if c not in ("_change_type", "_commit_version", "_commit_timestamp")]
         return table.select(data_cols).append_column("_viewlet_sign", signs)
 
-    def create(self, path, data, txn=None, metadata=None, properties=None):
-        _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
-                              commit_properties=_commit(txn, metadata),
-                              storage_options=self.options)
+    def create(self, path, data, txn=None, metadata=None, properties=None, rows_per_file=None):
+        if rows_per_file is None:
+            _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
+                                  commit_properties=_commit(txn, metadata),
+                                  storage_options=self.options)
+            return
+        from deltalake.transaction import create_table_with_add_actions
+        actions = _write_files(path, data, rows_per_file, self.options)
+        create_table_with_add_actions(path, _dl().Schema.from_arrow(data.schema), actions,
+                                      mode="error", configuration=properties or None,
+                                      storage_options=self.options,
+                                      commit_properties=_commit(txn, metadata))
+
+    def add_rows(self, path, rows, txn, metadata=None):
+        return self.append_once(path, rows, txn, metadata)
+
+    def rewrite(self, path, data, read_version, rows_per_file, metadata=None):
+        dt = self._table(path, read_version)
+        actions = _write_files(path, data, rows_per_file, self.options)
+        try:
+            dt.create_write_transaction(actions, mode="overwrite", schema=dt.schema(),
+                                        commit_properties=_commit(None, metadata))
+        except Exception as e:
+            _delete_files(path, [a.path for a in actions], self.options)
+            if type(e).__name__ == "CommitFailedError":
+                return False
+            raise
+        return True
+
+    def vacuum(self, path, keep_version):
+        dt = self._table(path)
+        keep = sorted({int(keep_version), dt.version()})
+        return len(dt.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
+                             keep_versions=keep))
 
     def append(self, path, data, txn=None, metadata=None):
         _dl().write_deltalake(path, data, mode="append", commit_properties=_commit(txn, metadata),
@@ -213,6 +272,19 @@ class DeltaRsStore(TableStore):
         history = self._table(path).history()
         return min(h.get("version", 0) for h in history) if history else 0
 
+    def write_file(self, path: str, data: pa.Table) -> str:
+        import pyarrow.parquet as pq
+        parent, name = path.rstrip("/").rsplit("/", 1)
+        fs, _ = _filesystem(parent, [], self.options)
+        if fs is None:
+            local = urlparse(path).path if path.startswith("file:") else path
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            pq.write_table(data, local)
+        else:
+            with fs.open_output_stream(name) as out:
+                pq.write_table(data, out)
+        return path
+
     def drop(self, path: str) -> None:
         parsed = urlparse(path)
         if parsed.scheme in ("", "file"):
@@ -223,6 +295,104 @@ class DeltaRsStore(TableStore):
         import fsspec  # remote stores: delete through fsspec when it is installed
         fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=self.options or {})
         fs.rm(paths[0], recursive=True)
+
+
+def _filesystem(table_path: str, files, options):
+    """A pyarrow filesystem and the paths on it of files of the table at `table_path`."""
+    parsed = urlparse(table_path)
+    if parsed.scheme in ("", "file"):
+        return None, [urlparse(f).path if f.startswith("file:") else f for f in files]
+    import pyarrow.fs as pa_fs
+    from deltalake.fs import DeltaStorageHandler
+    root = table_path.rstrip("/") + "/"
+    fs = pa_fs.PyFileSystem(DeltaStorageHandler(root, options))
+    return fs, [f[len(root):] if f.startswith(root) else f for f in files]
+
+
+def _write_files(path: str, data: pa.Table, rows_per_file: int, options) -> list:
+    """Write `data` in order as Parquet files of `rows_per_file` rows into the table
+    directory; their add actions, with statistics (row and NULL counts, min/max of the
+    columns whose order is unambiguous)."""
+    import json
+    import time
+    import uuid
+
+    import pyarrow.parquet as pq
+    from deltalake.transaction import AddAction
+
+    fs, _ = _filesystem(path, [], options)
+    if fs is None:
+        os.makedirs(urlparse(path).path if path.startswith("file:") else path, exist_ok=True)
+    actions = []
+    chunks = [data.slice(i, rows_per_file) for i in range(0, data.num_rows, rows_per_file)] \
+        or [data.slice(0, 0)]
+    for chunk in chunks:
+        name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+        target = f"{path.rstrip('/')}/{name}"
+        target = urlparse(target).path if target.startswith("file:") else target
+        with (fs.open_output_stream(name) if fs is not None else open(target, "wb")) as out:
+            pq.write_table(chunk, out, compression="snappy")
+        size = fs.get_file_info(name).size if fs is not None else os.path.getsize(target)
+        actions.append(AddAction(name, size, {}, int(time.time() * 1000), True,
+                                 json.dumps(_stats(chunk))))
+    return actions
+
+
+def _delete_files(path: str, names, options) -> None:
+    """Remove files this process wrote but never committed."""
+    fs, _ = _filesystem(path, [], options)
+    for name in names:
+        try:
+            if fs is not None:
+                fs.delete_file(name)
+            else:
+                target = f"{path.rstrip('/')}/{name}"
+                os.remove(urlparse(target).path if target.startswith("file:") else target)
+        except OSError:
+            pass
+
+
+def _stats(chunk: pa.Table) -> Dict:
+    import pyarrow.compute as pc
+    mins, maxs, nulls = {}, {}, {}
+    for name, column in zip(chunk.column_names, chunk.columns):
+        nulls[name] = column.null_count
+        t = column.type
+        if column.null_count == len(column) or not (
+                pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_string(t)):
+            continue
+        mm = pc.min_max(column).as_py()
+        lo, hi = mm["min"], mm["max"]
+        if pa.types.is_date(t):
+            lo, hi = lo.isoformat(), hi.isoformat()
+        mins[name], maxs[name] = lo, hi
+    return {"numRecords": chunk.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+
+
+def _file_stats(dt, files, columns) -> Optional[tuple]:
+    """Each file's add-action statistics, in the order of `files` (None if any is missing)."""
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if actions.num_rows != len(files):
+        return None
+    data = {name: actions.column(name).to_pylist() for name in actions.column_names}
+    paths = [unquote(p) for p in data["path"]]
+    if all(f.endswith("/" + p) for f, p in zip(files, paths)):
+        order = range(len(files))
+    else:                              # not in the same order: match by relative path
+        index = {p: i for i, p in enumerate(paths)}
+        root = unquote(dt.table_uri).rstrip("/") + "/"
+        order = [index.get(f[len(root):]) if f.startswith(root) else None for f in files]
+        if any(i is None for i in order):
+            return None
+
+    def per_column(prefix, i):
+        return {c: data[f"{prefix}.{c}"][i] for c in columns if f"{prefix}.{c}" in data}
+
+    rows = data.get("num_records")
+    sizes = data.get("size_bytes")
+    return tuple(FileStats(rows[i] if rows else None, per_column("null_count", i),
+                           per_column("min", i), per_column("max", i),
+                           sizes[i] if sizes else 0) for i in order)
 
 
 def _key_predicate(keys: Sequence[str]) -> str:

@@ -1,0 +1,45 @@
+"""Map rows on the driver: the rows of given keys from a map snapshot, and adding value
+rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Set, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_TOUCHED = "__viewlet_touched"
+
+
+def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
+    """{key column: (distinct non-NULL values, whether NULL occurs)} of `rows`."""
+    out = {}
+    for k in keys:
+        column = rows.column(k)
+        out[k] = ({v for v in pc.unique(column).to_pylist() if v is not None}, column.null_count > 0)
+    return out
+
+
+def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The snapshot's rows from every file that may hold one of `rows`' keys (a superset of
+    the matching rows: callers match keys exactly)."""
+    snap = store.snapshot(path, version)
+    return store.read_files(snap.restricted(key_lookups(rows, keys)))
+
+
+def add_rows(old: pa.Table, delta: pa.Table, keys: Sequence[str], values: List[str]) -> pa.Table:
+    """For each key of `delta`: its `old` values plus its delta values (old rows of other
+    keys are left out)."""
+    schema = delta.schema
+    old = old.select(list(keys) + values).cast(schema)
+    data = pa.concat_tables([
+        old.append_column(_TOUCHED, pa.array([0] * old.num_rows, pa.int8())),
+        delta.select(list(keys) + values).append_column(_TOUCHED, pa.array([1] * delta.num_rows, pa.int8())),
+    ])
+    summed = data.group_by(list(keys), use_threads=False).aggregate(
+        [(v, "sum") for v in values] + [(_TOUCHED, "max")])
+    summed = summed.filter(pc.equal(summed.column(f"{_TOUCHED}_max"), 1))
+    cols = {k: summed.column(k) for k in keys}
+    for v in values:
+        col = summed.column(f"{v}_sum")
+        cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(schema.field(v).type)
+    return pa.table(cols, schema=schema)
