@@ -91,11 +91,12 @@ class Block:
 
 
 @dataclass
-class BatchPlan:
+class Phase:
+    """One Spark query of a batch: the blocks of one or more triggers, packed."""
     text: str
     leaves: Dict[str, Leaf]
     blocks: List[Block]
-    targets: List[str]
+    relations: List[str]               # the triggers it runs
 
     def columns(self) -> List[Tuple[str, str]]:
         out = []
@@ -104,13 +105,23 @@ class BatchPlan:
         return out
 
 
-class _PlanSource(AtomSource):
-    """Symbolic atoms: leaves for the batch to bind, and maps as leaf + pending deltas."""
+@dataclass
+class BatchPlan:
+    phases: List[Phase]
+    targets: List[str]
 
-    def __init__(self, view, sb: SqlBuilder, processed: Set[str], pending: Dict[str, List[str]]):
+
+class _PlanSource(AtomSource):
+    """Symbolic atoms: leaves for the batch to bind, and maps as leaf + the deltas of the
+    earlier triggers: block rows of the same phase, or ("pending", map, (relation,))
+    leaves holding what an earlier phase collected."""
+
+    def __init__(self, view, sb: SqlBuilder, processed: Set[str], pending: Dict[str, List[object]],
+                 refs: Dict[str, int]):
         self.view, self.sb = view, sb
         self.processed = set(processed)
         self.pending = {k: list(v) for k, v in pending.items()}
+        self.refs = refs
 
     def delta(self, relation):
         return Leaf("delta", relation)
@@ -126,27 +137,53 @@ class _PlanSource(AtomSource):
             return leaf
         schema = self.view.map_schema(name)
         cols = ", ".join(q(c) for c in schema.keys + list(schema.values))
-        return Sql(" UNION ALL ".join([f"SELECT {cols} FROM {self.sb.frame(leaf)}"] + pieces))
+        parts = [f"SELECT {cols} FROM {self.sb.frame(leaf)}"]
+        for rel, piece in pieces:
+            self.refs[rel] = self.refs.get(rel, 0) + 1
+            parts.append(piece if isinstance(piece, str) else f"SELECT {cols} FROM {self.sb.frame(piece)}")
+        return Sql(" UNION ALL ".join(parts))
 
     def map_value(self, name):
         return VALUE
 
 
+#: a trigger whose deltas later triggers read more often than this is collected first
+#: (one more Spark job) instead of being recomputed inside every later read
+MAX_PENDING_READS = 2
+
+
 def build_plan(view, changed: Sequence[str], active: Sequence[str]) -> BatchPlan:
     """The batch's SQL for relations `changed` (in trigger order), of which `active` have a
-    non-empty delta."""
+    non-empty delta: one phase, or one per trigger when later triggers would recompute an
+    earlier trigger's deltas too often."""
+    refs: Dict[str, int] = {}
+    plan = _build_plan(view, changed, active, False, refs)
+    if any(n > MAX_PENDING_READS for n in refs.values()):
+        plan = _build_plan(view, changed, active, True, {})
+    return plan
+
+
+def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> BatchPlan:
     program: Program = view.compiled.program
-    sb = SqlBuilder()
-    ctes: List[str] = []
-    blocks: List[Block] = []
-    pending: Dict[str, List[str]] = {}
+    phases: List[Phase] = []
+    pending: Dict[str, List[tuple]] = {}
     processed: Set[str] = set()
     targets: List[str] = []
+    sb, ctes, blocks, rels = SqlBuilder(), [], [], []
+
+    def close():
+        nonlocal sb, ctes, blocks, rels
+        if blocks:
+            phase = Phase("", dict(sb.params), blocks, rels)
+            phase.text = "WITH " + ", ".join(ctes) + " " + _packed(phase)
+            phases.append(phase)
+        sb, ctes, blocks, rels = SqlBuilder(), [], [], []
+
     for rel in changed:
         if rel not in active:
             processed.add(rel)
             continue
-        source = _PlanSource(view, sb, processed, pending)
+        source = _PlanSource(view, sb, processed, pending, refs)
         members: List[Tuple[object, Select]] = []
         for s in program.statements_for(rel):
             for mono in s.rhs.monomials:
@@ -154,24 +191,28 @@ def build_plan(view, changed: Sequence[str], active: Sequence[str]) -> BatchPlan
         shapes: Dict[tuple, List[Tuple[object, Select]]] = {}
         for s, sel in members:
             shapes.setdefault(sel.shape(), []).append((s, sel))
-        new_pending: Dict[str, List[str]] = {}
-        for group in shapes.values():
-            name = f"b{len(blocks)}"
-            text, block, pieces = _block(view, name, len(blocks), group)
+        new_pending: Dict[str, List[tuple]] = {}
+        tag0 = sum(len(p.blocks) for p in phases) + len(blocks)
+        for i, group in enumerate(shapes.values()):
+            name = f"b{tag0 + i}"
+            text, block, pieces = _block(view, name, tag0 + i, group)
             ctes.append(f"{name} AS ({text})")
             blocks.append(block)
             for target, texts in pieces.items():
-                new_pending.setdefault(target, []).extend(texts)
+                if split:      # later phases read what this one collected
+                    texts = [Leaf("pending", target, (rel,))]
+                new_pending.setdefault(target, []).extend((rel, t) for t in texts)
                 if target not in targets:
                     targets.append(target)
+        rels.append(rel)
+        if split:
+            close()
         # Only now: every statement of this trigger read the maps as they were before it.
         for target, pieces in new_pending.items():
             pending.setdefault(target, []).extend(pieces)
         processed.add(rel)
-    plan = BatchPlan("", dict(sb.params), blocks, targets)
-    if blocks:
-        plan.text = (("WITH " + ", ".join(ctes) + " ") if ctes else "") + _packed(plan)
-    return plan
+    close()
+    return BatchPlan(phases, targets)
 
 
 def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
@@ -220,7 +261,7 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
     return text, Block(tag, keys, members, types), pieces
 
 
-def _packed(plan: BatchPlan) -> str:
+def _packed(plan: Phase) -> str:
     """Every block's rows side by side in one UNION ALL (each block fills its own columns,
     NULL elsewhere, tagged with its index): one collect for the batch. Rows are summed by
     key on the driver: a GROUP BY per block would cost Spark a shuffle stage each."""
@@ -244,18 +285,21 @@ class BatchInputs:
 
     def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table], scratch: str):
         self.view, self.record, self.deltas, self.scratch = view, record, deltas, scratch
+        self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
+        self.files = 0
         self.reads: List[list] = []
 
     def bind(self, leaf: Leaf):
-        from ..spark.io import read_table, snapshot_frame, spark_schema
+        from ..spark.io import read_table, snapshot_frame
         view, ctx = self.view, self.view.ctx
         if leaf.kind == "delta":
             # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
             # projection and filter over a LocalRelation row by row, interpreted
             # (ConvertToLocalRelation), which cost more than running the batch.
-            data = self.deltas[leaf.name]
-            location = ctx.store.write_file(f"{self.scratch}/{leaf.name}.parquet", data)
-            return ctx.spark.read.schema(spark_schema(data.schema)).parquet(location)
+            return self._file(self.deltas[leaf.name])
+        if leaf.kind == "pending":
+            empty = self.view.map_arrow_schema(leaf.name).empty_table()
+            return self._file(self.pending.get((leaf.name, leaf.detail[0]), empty))
         if leaf.kind == "rel":
             after, to = self.record.ranges[leaf.name]
             return read_table(ctx.spark, ctx.store, view.table_path(leaf.name),
@@ -268,6 +312,13 @@ class BatchInputs:
         # Per map read: files and rows read of the files and rows there are.
         self.reads.append([leaf.name, len(snap.files), len(whole.files), _rows(snap), _rows(whole)])
         return snapshot_frame(ctx.spark, snap, schema.keys + list(schema.values))
+
+    def _file(self, data: pa.Table):
+        """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
+        from ..spark.io import spark_schema
+        self.files += 1
+        location = self.view.ctx.store.write_file(f"{self.scratch}/in{self.files}.parquet", data)
+        return self.view.ctx.spark.read.schema(spark_schema(data.schema)).parquet(location)
 
     def _lookup_values(self, lookups, keys) -> Dict[str, Tuple[list, bool]]:
         """{map key column: (sorted distinct batch values, whether NULL is among them)}."""
@@ -312,31 +363,42 @@ def run_triggers(view, record: BatchRecord, stats: Dict,
     t0 = time.perf_counter()
     plan = view.batch_plan(tuple(changed), tuple(r for r in changed if r in deltas))
     seconds["plan"] = time.perf_counter() - t0
-    if not plan.blocks:
+    if not plan.phases:
         return {}
     step(f"computing the deltas of {len(plan.targets)} map(s)")
-    t0 = time.perf_counter()
+    from ..spark.io import frame_arrow
     scratch = view.scratch_dir(record.batch)
+    pieces: Dict[str, List[pa.Table]] = {}
     try:
         inputs = BatchInputs(view, record, deltas, scratch)
-        frames = {name: inputs.bind(leaf) for name, leaf in plan.leaves.items()}
+        for phase in plan.phases:
+            t0 = time.perf_counter()
+            frames = {name: inputs.bind(leaf) for name, leaf in phase.leaves.items()}
+            df = view.ctx.spark.sql(phase.text, **frames)
+            seconds["bind"] = seconds.get("bind", 0) + time.perf_counter() - t0
+            t0 = time.perf_counter()
+            packed = frame_arrow(df)
+            seconds["compute"] = seconds.get("compute", 0) + time.perf_counter() - t0
+            t0 = time.perf_counter()
+            phase_pieces = split_packed(view, phase, packed)
+            if len(plan.phases) > 1:        # what later phases read of this trigger
+                for target, tables in phase_pieces.items():
+                    inputs.pending[(target, phase.relations[-1])] = sum_pieces(view, target, tables)
+            for target, tables in phase_pieces.items():
+                pieces.setdefault(target, []).extend(tables)
+            seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
         stats["map_reads"] = inputs.reads
-        from ..spark.io import frame_arrow
-        df = view.ctx.spark.sql(plan.text, **frames)
-        seconds["bind"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        packed = frame_arrow(df)
-        seconds["compute"] = time.perf_counter() - t0
+        stats["phases"] = len(plan.phases)
     finally:
         view.ctx.store.drop(scratch)
     t0 = time.perf_counter()
-    out = split_packed(view, plan, packed)
-    seconds["split"] = time.perf_counter() - t0
+    out = {target: sum_pieces(view, target, tables) for target, tables in pieces.items()}
+    seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
     return out
 
 
-def split_packed(view, plan: BatchPlan, packed: pa.Table) -> Dict[str, pa.Table]:
-    """Per map: every member's rows as map rows, summed by key, all-zero rows dropped."""
+def split_packed(view, plan: Phase, packed: pa.Table) -> Dict[str, List[pa.Table]]:
+    """Per map: every member's rows as map rows (not yet summed)."""
     tags = packed.column(TAG)
     pieces: Dict[str, List[pa.Table]] = {}
     for b in plan.blocks:
@@ -354,7 +416,7 @@ def split_packed(view, plan: BatchPlan, packed: pa.Table) -> Dict[str, pa.Table]
                 cols[c] = rows.column(m.out) if c == m.column else \
                     pa.nulls(rows.num_rows, arrow_types.field(c).type)
             pieces.setdefault(m.target, []).append(pa.table(cols, schema=arrow_types))
-    return {target: sum_pieces(view, target, tables) for target, tables in pieces.items()}
+    return pieces
 
 
 def sum_pieces(view, target: str, tables: List[pa.Table]) -> pa.Table:

@@ -35,13 +35,22 @@ class Catalog:
     def __init__(self, store: TableStore, layout: WarehouseLayout):
         self.store = store
         self.layout = layout
+        self._cached: Optional[tuple] = None      # (version, entries): read once per version
 
     def _entries(self, version: Optional[int] = None) -> List[Entry]:
         path = self.layout.catalog
-        if version is None and not self.store.exists(path):
-            return []
+        if version is None:
+            if not self.store.exists(path):
+                return []
+            version = self.store.version(path)
+        cached = self._cached
+        if cached is not None and cached[0] == version:
+            return list(cached[1])
         rows = self.store.read_arrow(path, version).to_pylist()
-        return [Entry(r["id"], r["kind"], r["name"], r["location"], json.loads(r["spec"])) for r in rows]
+        entries = [Entry(r["id"], r["kind"], r["name"], r["location"], json.loads(r["spec"]))
+                   for r in rows]
+        self._cached = (version, entries)
+        return list(entries)
 
     def entries(self, kind: Optional[str] = None) -> List[Entry]:
         return sorted((e for e in self._entries() if kind is None or e.kind == kind),

@@ -27,6 +27,9 @@ class Viewlet:
         self.spark = spark
         self.layout = WarehouseLayout(warehouse)
         self.store = store or DeltaRsStore()
+        if isinstance(self.store, DeltaRsStore):
+            for prefix in self.layout.owned_prefixes():
+                self.store.own(prefix)
         self.catalog = Catalog(self.store, self.layout)
         self.auto_enable_change_feed = auto_enable_change_feed
         self._compiled: Dict[str, CompiledView] = {}

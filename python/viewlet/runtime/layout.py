@@ -25,6 +25,10 @@ class WarehouseLayout:
     def __init__(self, root: str):
         self.root = normalize_location(root)
 
+    def owned_prefixes(self):
+        """Where only Viewlet writes (tables never replaced by others at the same path)."""
+        return [join(self.root, "_viewlet"), join(self.root, "views")]
+
     @property
     def catalog(self) -> str:
         return join(self.root, "_viewlet", "catalog")

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
 from ..errors import ConcurrentUpdate
-from ..storage.base import TableStore
+from ..storage.base import Snapshot, TableStore
 
 _SCHEMA = pa.schema([
     ("batch", pa.int64()), ("phase", pa.string()), ("ranges", pa.string()),
     ("map_versions", pa.string()), ("stats", pa.string()), ("at", pa.timestamp("us", tz="UTC")),
 ])
+
+_LOCK = threading.Lock()
+_READ: Dict[str, tuple] = {}      # manifest path -> (files read, their records)
 
 PLAN_TXN = "viewlet-plan"
 COMMIT_TXN = "viewlet-commit"
@@ -61,12 +65,24 @@ class Manifest:
         return True
 
     def records(self) -> List[BatchRecord]:
-        rows = self.store.read_arrow(self.path).to_pylist()
-        out = [BatchRecord(r["batch"], r["phase"],
-                           {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
-                           json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
-               for r in rows]
-        return sorted(out, key=lambda r: (r.batch, r.phase == "committed"))
+        # The manifest only ever gains files: read the ones added since the last call.
+        snap = self.store.snapshot(self.path)
+        with _LOCK:
+            known, records = _READ.get(self.path, (frozenset(), ()))
+        if not known <= set(snap.files):
+            known, records = frozenset(), ()
+        new = [f for f in snap.files if f not in known]
+        if new:
+            part = Snapshot(snap.path, snap.version, tuple(new), snap.schema, snap.partition_columns)
+            rows = self.store.read_files(part).to_pylist()
+            records = tuple(records) + tuple(
+                BatchRecord(r["batch"], r["phase"],
+                            {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
+                            json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
+                for r in rows)
+            with _LOCK:
+                _READ[self.path] = (frozenset(snap.files), records)
+        return sorted(records, key=lambda r: (r.batch, r.phase == "committed"))
 
     def start(self, versions: Dict[str, int], stats: Dict):
         self._append(BatchRecord(0, "committed", {k: (v, v) for k, v in versions.items()}, {}, stats),

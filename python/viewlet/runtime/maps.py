@@ -111,8 +111,8 @@ def _rows(snap) -> int:
 
 def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: str,
             order: Sequence[int], metadata=None) -> Optional[MapLayout]:
-    """Rewrite the map as summed, sorted, clustered files; None if a concurrent commit won
-    (the appended layout stays valid)."""
+    """Rewrite the map's current files as summed, sorted, clustered files (rows appended
+    meanwhile stay, as extra files); None if a concurrent compaction won."""
     snap = store.snapshot(path, store.version(path))
     data = sort_rows(sum_rows(store.read_files(snap), keys, values, zero), keys, order)
     if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, List, Optional
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
-from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, union_all
+from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark_schema, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
 from .batch import BatchPlan, build_plan, relation_columns, run_triggers, sum_by_keys
@@ -33,7 +34,6 @@ from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
 OP = "__viewlet_op"
-RESULT_PART = "__result"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -129,10 +129,16 @@ class _SnapshotSource(AtomSource):
 
     def relation(self, relation):
         if relation not in self._frames:
-            self._frames[relation] = read_table(self.ctx.spark, self.ctx.store,
-                                                self.view.table_path(relation),
-                                                self.versions[relation], self.view.columns_of(relation))
+            frame = read_table(self.ctx.spark, self.ctx.store, self.view.table_path(relation),
+                               self.versions[relation], self.view.columns_of(relation))
+            # Every map joins some of the same tables: read each once, keep its columns.
+            self._frames[relation] = frame.persist(StorageLevel.MEMORY_AND_DISK)
         return self._frames[relation]
+
+    def release(self):
+        for frame in self._frames.values():
+            frame.unpersist()
+        self._frames.clear()
 
 
 class _Draft:
@@ -167,6 +173,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     view_id = uuid.uuid4().hex
     view_dir = ctx.layout.view_dir(view_id)
     progress = Progress(ctx.spark, f"{'rebuild' if replacing else 'create'} {name}")
+    source = None
     try:
         progress.__enter__()
         progress.step("checking the base tables' change data feed")
@@ -183,32 +190,35 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         source = _SnapshotSource(ctx, draft, versions)
         maps_json: Dict[str, Dict] = {}
         parts: Dict[str, DataFrame] = {}
-        state_frame = None
         if depth != 0:
             for m in compiled.program.maps.values():
                 schema, frame = _initial_map(ctx, m, source)
                 maps_json[m.name] = dict(schema.to_json(),
                                          cluster=maps.cluster_order(compiled.program, m.name))
                 parts[m.name] = frame
-                if m.name == compiled.program.view_map:
-                    state_frame = frame
-        parts[RESULT_PART] = _initial_result(ctx, compiled, layout, agg_types, state_frame,
-                                             maps_json, sql, frames, location_of)
         # One job per map: maps can be as large as the base tables, and one packed collect
         # of all of them (fine for a batch's small deltas) would hold every map at once.
-        result_rows = 0
+        txn = (f"viewlet:{view_id}", 0)
+        state_data = None
         for i, (part, frame) in enumerate(parts.items(), 1):
-            what = "the result table" if part == RESULT_PART else f"map {part}"
-            progress.step(f"loading {what} ({i}/{len(parts)})")
+            progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
             data = frame_arrow(frame)
-            txn = (f"viewlet:{view_id}", 0)
-            if part == RESULT_PART:
-                ctx.store.create(ctx.layout.result_table(view_id), data, txn=txn)
-                result_rows = data.num_rows
-            else:
-                maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
-                                   maps_json[part]["keys"], maps_json[part]["cluster"], txn)
+            maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
+                               maps_json[part]["keys"], maps_json[part]["cluster"], txn)
+            if part == compiled.program.view_map:
+                state_data = data
             del data
+        source.release()
+        progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
+        scratch = ctx.layout.scratch_dir(view_id, "create")
+        try:
+            result = frame_arrow(_initial_result(ctx, compiled, layout, agg_types, state_data,
+                                                 maps_json, sql, frames, location_of, scratch))
+        finally:
+            ctx.store.drop(scratch)
+        ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn)
+        result_rows = result.num_rows
+        del result, state_data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}}
@@ -223,6 +233,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         ctx.store.drop(view_dir)
         raise
     finally:
+        if source is not None:
+            source.release()
         progress.__exit__()
     ctx.remember(entry, compiled)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
@@ -290,16 +302,19 @@ def _initial_map(ctx, m, source):
     return schema, total.where(f"{q(zero)} <> 0")
 
 
-def _initial_result(ctx, compiled, layout, agg_types, state_frame, maps_json, sql, frames,
-                    location_of) -> DataFrame:
+def _initial_result(ctx, compiled, layout, agg_types, state_data, maps_json, sql, frames,
+                    location_of, scratch) -> DataFrame:
     if compiled.depth == 0:
         text, params = bind_tables(sql, frames, location_of)
         df = ctx.spark.sql(text, **params)
         return df.toDF(*[c["physical"] for c in layout["columns"]])
-    keys = maps_json[compiled.program.view_map]["keys"]
-    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, keys, COUNT_COLUMN)
-    if layout["global"] and state_frame is not None:
-        state_frame = _global_state(ctx, state_frame, maps_json[compiled.program.view_map])
+    # From the view state just loaded (a Parquet file), not by aggregating the tables again.
+    state_json = maps_json[compiled.program.view_map]
+    location = ctx.store.write_file(f"{scratch}/state.parquet", state_data)
+    state_frame = ctx.spark.read.schema(spark_schema(state_data.schema)).parquet(location)
+    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, state_json["keys"], COUNT_COLUMN)
+    if layout["global"]:
+        state_frame = _global_state(ctx, state_frame, state_json)
     return ctx.spark.sql(rows_sql, s=state_frame)
 
 
@@ -441,41 +456,55 @@ def _result_source(view: LoadedView, record: BatchRecord, delta_state: pa.Table)
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
     per touched group and the group's new rows as 'ins' rows. The touched groups' new state
     (their batch-start rows plus the delta) is built on the driver; Spark evaluates the
-    output expressions over it."""
+    output expressions over it (a projection of a local relation: no Spark job, unless bag
+    copies need a generator)."""
     ctx = view.ctx
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
     new_state = add_rows(read_keys(ctx.store, view.map_path(state_name),
                                    record.map_versions[state_name], delta_state, schema.keys),
                          delta_state, schema.keys, list(schema.values))
-    frame = arrow_frame(ctx.spark, new_state)
-    return frame_arrow(ctx.spark.sql(_result_sql(view), s=frame))
-
-
-def _result_sql(view: LoadedView) -> str:
-    """The 'ins' rows of the touched groups and one 'del' row each, over `{s}` (the touched
-    groups' new state), built once per view."""
-    cache = view.compiled.cache
-    if "result_sql" in cache:
-        return cache["result_sql"]
-    layout = view.spec["result"]
-    schema = view.map_schema(view.spec["view_map"])
-    rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"], schema.keys,
-                               COUNT_COLUMN)
-    key_of = {name: gi for name, gi in layout["keys"]}
-    types = {c["physical"]: c["type"] for c in layout["columns"]}
-    columns = [c["physical"] for c in layout["columns"]] + \
-        [name for name, _ in layout["keys"] if name in layout["hidden"]]
-    dels = []
+    rows_sql, columns = _result_sql(view)
+    out_schema = _result_arrow_schema(view, columns)
+    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state))
+    ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+    dels = {}
+    key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
     for col in columns:
-        if col in key_of:
-            typ = types.get(col) or schema.key_types[key_of[col]]
-            dels.append(f"CAST({q(schema.keys[key_of[col]])} AS {typ}) AS {q(col)}")
-        else:
-            dels.append(f"CAST(NULL AS {types[col]}) AS {q(col)}")
-    cache["result_sql"] = (f"SELECT *, 'ins' AS {q(OP)} FROM ({rows_sql}) AS r UNION ALL "
-                           f"SELECT {', '.join(dels)}, 'del' AS {q(OP)} FROM {{s}}")
+        field = out_schema.field(col)
+        dels[col] = new_state.column(schema.keys[key_of[col]]).cast(field.type) if col in key_of \
+            else pa.nulls(new_state.num_rows, field.type)
+    dels = pa.table(dels, schema=out_schema)
+    return pa.concat_tables([
+        ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())),
+        dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
+
+
+def _result_sql(view: LoadedView):
+    """SQL over `{s}` (the touched groups' new state) giving their result rows, and the
+    result table's columns; built once per view."""
+    cache = view.compiled.cache
+    if "result_sql" not in cache:
+        layout = view.spec["result"]
+        schema = view.map_schema(view.spec["view_map"])
+        rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
+                                   schema.keys, COUNT_COLUMN)
+        columns = [c["physical"] for c in layout["columns"]] + \
+            [name for name, _ in layout["keys"] if name in layout["hidden"]]
+        cache["result_sql"] = (rows_sql, columns)
     return cache["result_sql"]
+
+
+def _result_arrow_schema(view: LoadedView, columns) -> pa.Schema:
+    cache = view.compiled.cache
+    if "result_arrow" not in cache:
+        layout = view.spec["result"]
+        schema = view.map_schema(view.spec["view_map"])
+        types = {c["physical"]: c["type"] for c in layout["columns"]}
+        key_of = {name: gi for name, gi in layout["keys"]}
+        ddl = ", ".join(f"{q(c)} {types.get(c) or schema.key_types[key_of[c]]}" for c in columns)
+        cache["result_arrow"] = arrow_schema(StructType.fromDDL(ddl))
+    return cache["result_arrow"]
 
 
 def _recompute(view: LoadedView, record: BatchRecord, txn, stats):

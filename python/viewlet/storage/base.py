@@ -154,9 +154,9 @@ class TableStore(ABC):
     @abstractmethod
     def rewrite(self, path: str, data: pa.Table, read_version: int, rows_per_file: int,
                 metadata: Optional[Dict[str, str]] = None) -> bool:
-        """Replace every row by `data`, written in order in files of `rows_per_file` rows,
-        in one commit that fails if anything committed after `read_version` (then False:
-        nothing changed)."""
+        """Replace the files of version `read_version` by `data`, written in order in files
+        of `rows_per_file` rows, in one commit; files committed after `read_version` stay.
+        False (nothing changed) if a later commit removed any of those files."""
 
     @abstractmethod
     def vacuum(self, path: str, keep_version: int) -> int:

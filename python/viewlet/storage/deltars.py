@@ -5,7 +5,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -77,8 +77,31 @@ class DeltaRsStore(TableStore):
         self.options = storage_options or None
         self._lock = threading.Lock()
         self._snapshots: "OrderedDict[tuple, Snapshot]" = OrderedDict()
+        self._owned: List[str] = []
+        self._local = threading.local()
+
+    def own(self, prefix: str) -> None:
+        """Tables under `prefix` are written only through Viewlet (never replaced by another
+        table at the same path): their latest state is kept per thread and brought up to
+        date by reading only the log entries added since, instead of replaying the log."""
+        self._owned.append(prefix.rstrip("/") + "/")
 
     def _table(self, path: str, version: Optional[int] = None):
+        if version is None and any(path.startswith(p) for p in self._owned):
+            tables = self._local.__dict__.setdefault("tables", {})
+            dt = tables.get(path)
+            if dt is not None:
+                try:
+                    dt.update_incremental()
+                    return dt
+                except Exception:       # dropped meanwhile: open it afresh (or fail properly)
+                    tables.pop(path, None)
+            dt = self._open(path, None)
+            tables[path] = dt
+            return dt
+        return self._open(path, version)
+
+    def _open(self, path: str, version: Optional[int]):
         dl = _dl()
         try:
             return dl.DeltaTable(path, version=version, storage_options=self.options)
@@ -286,6 +309,10 @@ class DeltaRsStore(TableStore):
         return path
 
     def drop(self, path: str) -> None:
+        prefix = path.rstrip("/") + "/"
+        tables = self._local.__dict__.get("tables", {})
+        for cached in [p for p in tables if p == path or p.startswith(prefix)]:
+            tables.pop(cached, None)
         parsed = urlparse(path)
         if parsed.scheme in ("", "file"):
             local = parsed.path if parsed.scheme else path

@@ -1,0 +1,65 @@
+"""Maps on disk under batches: appended deltas, compaction into key-clustered files, vacuum,
+reads that skip files by key, and batches split into phases; the view stays exact."""
+from __future__ import annotations
+
+import os
+
+from viewlet.runtime import batch, maps
+
+from .oracle import assert_view_matches
+from .workload import registered_workload
+
+# s is looked up by b from r's changes (and r by b from s's): maps keyed by b
+QUERY = "SELECT r.a, SUM(r.c * s.f) AS x, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
+
+
+def _parquet_files(path):
+    return [f for f in os.listdir(path) if f.endswith(".parquet")]
+
+
+def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
+    monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
+    monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
+    work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
+    spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")
+    view = vl.load("ml_compact")
+    layouts, compactions, skipped = {}, 0, False
+    for _ in range(6):
+        while not {"r", "s"} & set(work.batch()):
+            pass
+        spark.sql("REFRESH INCREMENTAL VIEW ml_compact")
+        assert_view_matches(spark, "ml_compact", QUERY)
+        last = view.manifest.last_committed()
+        skipped |= any(read < total for _, read, total, _, _ in last.stats.get("map_reads", []))
+        for name, layout in last.stats["layout"].items():
+            if name in layouts and layouts[name] != layout:      # compacted in this batch
+                compactions += 1
+                # left on disk: the current version's files and the batch-start version's
+                path = view.map_path(name)
+                keep = vl.store.snapshot(path).files + \
+                    vl.store.snapshot(path, last.map_versions[name]).files
+                assert set(_parquet_files(path)) <= {os.path.basename(f) for f in keep}
+            layouts[name] = layout
+    assert compactions >= 2
+    assert skipped                                       # some read skipped files by key
+    for name in view.spec["maps"]:                       # files sorted by the cluster key
+        snap = vl.store.snapshot(view.map_path(name))
+        assert all(s.rows is not None for s in snap.stats)
+    spark.sql("DROP INCREMENTAL VIEW ml_compact")
+
+
+def test_batches_split_into_phases_when_later_triggers_reread_deltas(spark, vl, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(batch, "MAX_PENDING_READS", 0)   # every trigger its own phase
+    work = registered_workload(spark, str(tmp_path), seed=8)
+    query = ("SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t "
+             "WHERE r.b = s.b AND s.e = t.e GROUP BY t.h")
+    spark.sql(f"CREATE INCREMENTAL VIEW ml_phases AS {query}")
+    phases = 0
+    for _ in range(4):
+        work.batch()
+        spark.sql("REFRESH INCREMENTAL VIEW ml_phases")
+        assert_view_matches(spark, "ml_phases", query)
+        phases = max(phases, vl.load("ml_phases").manifest.last_committed().stats.get("phases", 0))
+    assert phases >= 2
+    spark.sql("DROP INCREMENTAL VIEW ml_phases")

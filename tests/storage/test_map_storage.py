@@ -1,0 +1,152 @@
+"""Map storage without Spark: file statistics and skipping, the clustered writer, rewrite
+conflicts, vacuum, appended deltas, summing rows by key (NULL keys equal), cluster order."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from viewlet.runtime import maps
+from viewlet.runtime.keyed import add_rows, key_lookups, read_keys
+from viewlet.storage.base import FileStats, Snapshot
+from viewlet.storage.deltars import DeltaRsStore
+
+SCHEMA = pa.schema([("k0", pa.int64()), ("k1", pa.string()), ("__v", pa.int64())])
+
+
+def _table(keys, k1=None, values=None):
+    n = len(keys)
+    return pa.table({"k0": pa.array(keys, pa.int64()),
+                     "k1": pa.array(k1 if k1 is not None else [f"s{k % 3}" for k in keys]),
+                     "__v": pa.array(values if values is not None else [1] * n, pa.int64())},
+                    schema=SCHEMA)
+
+
+def _parquet_files(path):
+    return sorted(f for f in os.listdir(path) if f.endswith(".parquet"))
+
+
+@pytest.fixture
+def store():
+    return DeltaRsStore()
+
+
+def test_clustered_files_carry_statistics_and_skip_by_lookup(store, tmp_path):
+    path = str(tmp_path / "m")
+    store.create(path, _table(list(range(100))), txn=("t", 0), rows_per_file=30)
+    snap = store.snapshot(path)
+    assert len(snap.files) == 4
+    assert [(s.rows, s.min["k0"], s.max["k0"]) for s in snap.stats] == \
+        [(30, 0, 29), (30, 30, 59), (30, 60, 89), (10, 90, 99)]
+    assert snap.stats[0].null_count == {"k0": 0, "k1": 0, "__v": 0}
+    assert len(snap.restricted({"k0": ({5, 95}, False)}).files) == 2
+    assert len(snap.restricted({"k0": ({200}, False)}).files) == 0
+    assert len(snap.restricted({"k0": ({5}, False), "k1": ({"s9"}, False)}).files) == 0
+    assert store.read_files(snap.restricted({"k0": ({31}, False)})).num_rows == 30
+    # the table is a plain Delta table: delta-rs reads every row
+    assert store.read_arrow(path).num_rows == 100
+
+
+def test_skipping_keeps_files_that_may_hold_the_value():
+    def stats(lo, hi, nulls=0, rows=10):
+        return FileStats(rows, {"k": nulls}, {"k": lo}, {"k": hi})
+
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("d", pa.float64())])
+    snap = Snapshot("p", 0, ("a", "b", "c", "d"), schema, (), (
+        stats(1, 5), stats(6, 9, nulls=2), stats(None, None, nulls=10),
+        FileStats(10, {}, {}, {})))          # no statistics: always kept
+    assert snap.restricted({"k": ({7}, False)}).files == ("b", "d")
+    assert snap.restricted({"k": (set(), True)}).files == ("b", "c", "d")     # NULL lookups
+    assert snap.restricted({"k": ({0, 10}, False)}).files == ("d",)
+    # doubles are never skipped by (NaN is not in min/max); unknown columns neither
+    assert len(snap.restricted({"d": ({1.0}, False), "x": ({1}, False)}).files) == 4
+    # long string maxima may be truncated by writers: no upper bound then
+    long = Snapshot("p", 0, ("a",), schema, (), (
+        FileStats(1, {"s": 0}, {"s": "a"}, {"s": "b" * 40}),))
+    assert long.restricted({"s": ({"c"}, False)}).files == ("a",)
+
+
+def test_statistics_of_dates_strings_and_nulls(store, tmp_path):
+    path = str(tmp_path / "d")
+    data = pa.table({"d": pa.array([dt.date(2020, 1, 2), None, dt.date(2021, 3, 4)]),
+                     "s": pa.array(["b", "a", None]),
+                     "x": pa.array([Decimal("1.50"), None, Decimal("2.00")], pa.decimal128(38, 2))})
+    store.create(path, data, rows_per_file=10)
+    st = store.snapshot(path).stats[0]
+    assert (st.min["d"], st.max["d"]) == (dt.date(2020, 1, 2), dt.date(2021, 3, 4))
+    assert (st.min["s"], st.max["s"]) == ("a", "b")
+    assert st.null_count == {"d": 1, "s": 1, "x": 1}
+    assert st.min.get("x") is None     # decimals: no min/max written (JSON numbers are lossy)
+
+
+def test_rewrite_replaces_the_files_it_read_and_vacuum_keeps_pinned_versions(store, tmp_path):
+    path = str(tmp_path / "m")
+    store.create(path, _table(list(range(50))), txn=("t", 0), rows_per_file=20)     # v0: 3 files
+    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) is True           # v1
+    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) is False          # same txn
+    # A rewrite replaces the files of the version it read; later appends stay.
+    assert store.rewrite(path, _table(list(range(10))), 0, 4) is True               # v2
+    assert store.read_arrow(path).num_rows == 10 + 2
+    before = _parquet_files(path)
+    assert store.rewrite(path, _table([0]), 0, 20) is False    # version 0's files are gone
+    assert _parquet_files(path) == before                      # its own files were removed
+    assert store.vacuum(path, 0) == 0            # version 0 still needed: nothing deleted
+    assert store.vacuum(path, 2) == 3            # version 0's three files go
+    assert len(_parquet_files(path)) == 3 + 1
+    assert store.read_arrow(path).num_rows == 12
+
+
+def test_add_rows_sums_by_key_with_null_keys_equal():
+    old = pa.table({"k": pa.array([1, None, 3], pa.int64()),
+                    "v": pa.array([Decimal("1.10"), Decimal("2.00"), Decimal("5.00")],
+                                  pa.decimal128(38, 2))})
+    delta = pa.table({"k": pa.array([None, 1, 1, 4], pa.int64()),
+                      "v": pa.array([Decimal("-2.00"), Decimal("0.90"), Decimal("1.00"),
+                                     Decimal("7.00")], pa.decimal128(38, 2))})
+    out = add_rows(old, delta, ["k"], ["v"]).sort_by([("k", "ascending")])
+    assert out.to_pylist() == [{"k": 1, "v": Decimal("3.00")}, {"k": 4, "v": Decimal("7.00")},
+                               {"k": None, "v": Decimal("0.00")}]
+    assert out.schema == delta.schema
+    assert key_lookups(delta, ["k"]) == {"k": ({1, 4}, True)}
+
+
+def test_read_keys_reads_only_files_that_may_hold_the_keys(store, tmp_path):
+    path = str(tmp_path / "m")
+    store.create(path, _table(list(range(100))), rows_per_file=25)
+    got = read_keys(store, path, 0, _table([3, 4]), ["k0"])
+    assert got.num_rows == 25 and set(got.column("k0").to_pylist()) >= {3, 4}
+
+
+def test_sum_rows_drops_keys_whose_zero_column_sums_to_zero():
+    data = pa.table({"k": pa.array([1, 1, 2, None, None], pa.int64()),
+                     "__count": pa.array([1, -1, 2, 1, 1], pa.int64()),
+                     "s": pa.array([5, -5, 3, 1, 1], pa.int64())})
+    out = maps.sum_rows(data, ["k"], ["__count", "s"], "__count")
+    assert sorted(out.to_pylist(), key=str) == sorted(
+        [{"k": 2, "__count": 2, "s": 3}, {"k": None, "__count": 2, "s": 2}], key=str)
+
+
+def test_sort_rows_puts_the_cluster_key_first_and_nulls_first():
+    data = pa.table({"a": [2, 1, None, 1], "b": [1, 2, 3, 1]})
+    assert maps.sort_rows(data, ["a", "b"], [1, 0]).column("b").to_pylist() == [1, 1, 2, 3]
+    assert maps.sort_rows(data, ["a", "b"], [0, 1]).column("a").to_pylist() == [None, 1, 1, 2]
+
+
+def test_rows_per_file_caps_the_number_of_files():
+    assert maps.rows_per_file(10) == maps.ROWS_PER_FILE
+    assert -(-10_000_000 // maps.rows_per_file(10_000_000)) <= maps.MAX_FILES
+
+
+def test_layout_is_due_when_appends_outgrow_the_base():
+    def snap(rows):
+        return Snapshot("p", 0, tuple(str(i) for i in range(len(rows))), SCHEMA, (),
+                        tuple(FileStats(r, {}, {}, {}) for r in rows))
+
+    layout = maps.MapLayout(2, 1000)
+    assert not layout.due(snap([500, 500, 10, 10]))
+    assert layout.due(snap([500, 500] + [1] * maps.COMPACT_FILES))
+    assert layout.due(snap([500, 500, 600, 600]))
+    assert maps.MapLayout.of(None, snap([3, 4])).to_json() == {"base_files": 2, "base_rows": 7}
