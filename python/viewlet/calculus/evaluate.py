@@ -259,6 +259,8 @@ def _compile(node: exp.Expression) -> Fn:
             return _and([_cmp_values(v, low(b), lambda p, q: p >= q),
                          _cmp_values(v, high(b), lambda p, q: p <= q)])
         return between
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Null):
+        return lambda b: None                         # CAST(NULL AS t): an outer join's padding
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string \
             and node.to.this == exp.DataType.Type.DATE:
         value = date.fromisoformat(node.this.this)      # DATE '1998-09-02'

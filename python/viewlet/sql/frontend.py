@@ -19,6 +19,7 @@ from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
+from .joins import OUTER, VAR_QUALIFIER, Join, from_atoms, join_kind, padded_sources, var_column
 from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
@@ -93,6 +94,9 @@ class _Translator:
         self.resolver = resolver
         self.outer = outer                          # enclosing query of a subquery
         self.instances: List[_Instance] = []
+        self.joins: List[Join] = []                 # the joins after the first FROM item
+        self.using: Dict[str, str] = {}             # USING column (lower) -> its variable
+        self._joins_unified = False
         if outer is None:
             self.relation_names: Dict[str, str] = {}    # table id -> relation name
             self.tables: Dict[str, TableInfo] = {}
@@ -100,11 +104,13 @@ class _Translator:
             self.var_columns: Dict[str, Tuple[str, str]] = {}
             self.nullable: Dict[str, bool] = {}
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
+            self.assigned: set = set()                 # variables bound by an assignment
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
             self.nullable = outer.nullable
             self.group_keys = outer.group_keys
+            self.assigned = outer.assigned
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -138,6 +144,10 @@ class _Translator:
 
     def column_var(self, col: exp.Column) -> str:
         name, qual = col.name, col.table
+        if qual == VAR_QUALIFIER:
+            return self.find(name)
+        if not qual and name.lower() in self.using:
+            return self.find(self.using[name.lower()])
         if qual:
             matches = [i for i in self.instances if i.alias.lower() == qual.lower()]
             if not matches and self.outer is not None:
@@ -198,13 +208,15 @@ class _Translator:
         return Scalar(node.copy().transform(swap))
 
     def is_nullable(self, node: exp.Expression) -> bool:
-        """Conservative: only arithmetic over non-NULL columns and literals is non-NULL."""
+        """Conservative: only arithmetic over non-NULL columns and literals is non-NULL
+        (a column an outer join pads is nullable)."""
         safe = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren,
                 exp.Identifier, exp.Cast)
         for n in node.walk():
             if not isinstance(n, safe):
                 return True
-            if isinstance(n, exp.Column) and self.nullable.get(self.column_var(n), True):
+            if isinstance(n, exp.Column) and (self.nullable.get(self.column_var(n), True)
+                                              or self.is_padded(self.column_var(n))):
                 return True
             if isinstance(n, exp.Literal) and n.this is None:
                 return True
@@ -313,28 +325,60 @@ class _Translator:
                 self.parent[var] = var
                 self.nullable[var] = True
                 derived.lifts.append((var, inner))
+                self.assigned.add(var)
             derived.add(name, var, self.nullable.get(var, True))
         if any(i.alias.lower() == alias.lower() for i in self.instances):
             self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
         self.instances.append(derived)
 
-    def _add_join(self, join: exp.Join, predicates):
+    def _add_join(self, join: exp.Join, predicates=None):
+        """Record a join (left-deep, in order). Its ON conditions stay with it: an outer join
+        needs them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
         if (join.args.get("method") or "").upper() == "NATURAL":
             self.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
-        if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI", "NATURAL"):
+        how = join_kind(join)
+        if how is None:
             self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
-                      "Only inner and cross joins are supported so far.")
+                      "Supported: inner, CROSS, LEFT / RIGHT / FULL [OUTER] joins; write a semi "
+                      "or anti join as EXISTS / NOT EXISTS.")
+        if isinstance(join.this, exp.Subquery) and not isinstance(join.this.this, exp.Select):
+            self.fail("a parenthesized join", join.this,
+                      "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
         self._add_source(join.this)
-        if join.args.get("on") is not None:
-            predicates.append(join.args["on"])
+        record = Join(how, self.instances[-1], join, join.args.get("on"))
+        using = []
         for ident in join.args.get("using") or []:
-            right = self.instances[-1].alias
-            left = [i for i in self.instances[:-1] if i.table.column(ident.name) is not None]
-            if len(left) != 1:
-                self.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left", join)
-            predicates.append(exp.EQ(this=exp.column(ident.name, table=left[0].alias),
-                                     expression=exp.column(ident.name, table=right)))
+            name = ident.name.lower()
+            right = self.instances[-1]
+            if right.table.column(ident.name) is None:
+                self.fail(f"USING ({ident.name}): no such column in '{right.alias}'", join)
+            if name in self.using:
+                left_var = self.using[name]
+            else:
+                left = [i for i in self.instances[:-1] if i.table.column(ident.name) is not None]
+                if len(left) != 1:
+                    self.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left",
+                              join)
+                left_var = self.column_var(exp.column(ident.name, table=left[0].alias))
+            right_var = self.column_var(exp.column(ident.name, table=right.alias))
+            using.append(exp.EQ(this=var_column(left_var), expression=var_column(right_var)))
+            # Spark: the USING column is the left one, the right one for a RIGHT join, and
+            # COALESCE of both for a FULL join.
+            if how == "full":
+                merged = self.fresh(f"{_ident(ident.name)}".lower() or "u")
+                self.parent[merged] = merged
+                self.nullable[merged] = True
+                self.assigned.add(merged)
+                record.merged.append((merged, exp.Coalesce(this=var_column(left_var),
+                                                           expressions=[var_column(right_var)])))
+                self.using[name] = merged
+            else:
+                self.using[name] = right_var if how == "right" else left_var
+            record.using.append((ident.name, self.using[name]))
+        if using:
+            record.on = exp.and_(*using) if len(using) > 1 else using[0]
+        self.joins.append(record)
 
     def _aggregating_derived(self, node, select, child, conds, derived):
         """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
@@ -374,11 +418,64 @@ class _Translator:
             self.parent[var] = var
             self.nullable[var] = True
             sub.atoms.append(Lift(var, Scalar(value)))
+            self.assigned.add(var)
             derived.add(name, var, True)
         derived.fixed_atoms = atoms + sub.atoms
 
+    def _unify_joins(self):
+        """The joins' ON conditions, unified like WHERE's (once, before anything reads a
+        variable's name)."""
+        if self._joins_unified:
+            return
+        self._joins_unified = True
+        for j in self.joins:
+            if j.on is None:
+                continue
+            agg = next((n for n in outer_nodes(j.on) if isinstance(n, exp.AggFunc)), None)
+            if agg is not None:
+                self.fail("an aggregate in ON", agg, "Filter on aggregates with HAVING.")
+            if j.kind in OUTER and has_subquery(j.on):
+                self.fail(f"a subquery in the ON condition of a {j.kind.upper()} JOIN",
+                          next(n for n in j.on.walk() if isinstance(n, (exp.Subquery, exp.Select,
+                                                                       exp.Exists))),
+                          "Move it to WHERE or into a subquery in FROM.")
+            j.conds = self._unify([j.on])
+
+    def is_padded(self, var: str) -> bool:
+        """Whether an outer join of this query (or an enclosing one) may pad the variable."""
+        var = self.find(var)
+        scope = self
+        while scope is not None:
+            if scope.joins and scope.instances:
+                for src in padded_sources(scope.joins, scope.instances[0]):
+                    if var in scope.instance_vars(src):
+                        return True
+                for k, j in enumerate(scope.joins):       # FULL ... USING columns
+                    if any(scope.find(v) == var for v, _ in j.merged):
+                        return any(later.kind in ("right", "full") for later in scope.joins[k + 1:])
+            scope = scope.outer
+        return False
+
+    def instance_vars(self, inst) -> List[str]:
+        """The variables a FROM item binds for its columns (an outer join pads these)."""
+        return list(dict.fromkeys(self.find(v) for v in inst.vars.values()))
+
+    def null_of(self, var: str) -> Scalar:
+        """A NULL of the variable's column type (the padding of an outer join)."""
+        typ = None
+        if var in self.var_columns:
+            rel, col = self.var_columns[var]
+            info = self.tables[rel].column(col) if rel in self.tables else None
+            typ = info.type if info is not None and info.type else None
+        if typ is None:
+            return Scalar(exp.Null())
+        return Scalar(exp.cast(exp.Null(), exp.DataType.build(typ, dialect="spark")))
+
     def _unify(self, predicates) -> List[exp.Expression]:
-        """Equalities between two columns unify their variables; the rest stay conditions."""
+        """Equalities between two columns unify their variables; the rest stay conditions.
+        Columns an outer join pads keep their own variables (the equality stays a condition):
+        a padded NULL must never equal a column."""
+        self._unify_joins()
         rest = []
         for pred in predicates:
             for c in conjuncts(pred):
@@ -388,6 +485,10 @@ class _Translator:
                     if a != b and (a in self.group_keys or b in self.group_keys):
                         # a FROM subquery's NULL group exists, but `=` never joins NULL
                         rest.append(exp.Not(this=exp.Is(this=c.left.copy(), expression=exp.Null())))
+                    if a != b and (self.is_padded(a) or self.is_padded(b)
+                                   or a in self.assigned or b in self.assigned):
+                        rest.append(c)          # see calculus.normalize._unifier
+                        continue
                     if a != b and self.outer is not None:
                         outer = self.outer_vars()
                         if a in outer and b in outer:
@@ -405,7 +506,9 @@ class _Translator:
     def _expand_star(self, selects):
         out = []
         for s in selects:
-            if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star)):
+            if isinstance(s, exp.Star) and any(j.using for j in self.joins):
+                out += self._star_with_using()
+            elif isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star)):
                 qual = s.table if isinstance(s, exp.Column) else ""
                 for inst in self.instances:
                     if qual and inst.alias.lower() != qual.lower():
@@ -415,6 +518,24 @@ class _Translator:
             else:
                 out.append(s)
         return out
+
+    def _star_with_using(self) -> List[exp.Expression]:
+        """`*` over joins with USING, as Spark lists it: a join's USING columns first (once),
+        then the other columns of its left and of its right side."""
+        def columns(inst):
+            return [(c.name, exp.column(c.name, table=inst.alias, quoted=True))
+                    for c in inst.table.columns]
+        cols = columns(self.instances[0])
+        for j in self.joins:
+            right = columns(j.source)
+            if not j.using:
+                cols += right
+                continue
+            names = {n.lower() for n, _ in j.using}
+            cols = [(n, exp.alias_(var_column(v), n, quoted=True)) for n, v in j.using] + \
+                [c for c in cols if c[0].lower() not in names] + \
+                [c for c in right if c[0].lower() not in names]
+        return [e for _, e in cols]
 
     def _group_items(self, tree) -> List[exp.Expression]:
         group = tree.args.get("group")
@@ -440,25 +561,32 @@ class _Translator:
         return items
 
     def _base_atoms(self, conds) -> List:
+        """The query's FROM and WHERE as factors (see sql/joins.py for outer joins)."""
+        self._unify_joins()
         # Predicates first: a subquery's correlated references add columns to our tables.
         preds: List = []
         for c in conds:
             preds += self.predicate_atoms(c)
-        atoms: List = []
-        for inst in self.instances:
-            if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
-                from ..calculus.normalize import rename_atom
-                atoms += [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
-                          for a in inst.fixed_atoms]
-                continue
-            if isinstance(inst, _Derived):
-                atoms += inst.child._base_atoms(inst.conds)
-                atoms += [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
-                continue
-            cols = tuple(sorted(inst.vars))
-            atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
-                             tuple(self.find(inst.vars[c]) for c in cols)))
-        return atoms + preds
+        join_atoms = []
+        for j in self.joins:
+            atoms: List = []
+            for c in j.conds:
+                atoms += self.predicate_atoms(c)
+            join_atoms.append(atoms)
+        return from_atoms(self, join_atoms) + preds
+
+    def source_atoms(self, inst) -> List:
+        """The atoms of one FROM item."""
+        if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
+            from ..calculus.normalize import rename_atom
+            return [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
+                    for a in inst.fixed_atoms]
+        if isinstance(inst, _Derived):
+            return inst.child._base_atoms(inst.conds) + \
+                [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
+        cols = tuple(sorted(inst.vars))
+        return [Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
+                    tuple(self.find(inst.vars[c]) for c in cols))]
 
     def predicate_atoms(self, pred: exp.Expression) -> List:
         if not has_subquery(pred):
