@@ -50,7 +50,7 @@ def view_rows(spec, relations) -> Counter:
         if spec.having is not None and eval_scalar(spec.having, binding) is not True:
             continue
         row = tuple(_plain(eval_scalar(o.expr, binding)) for o in spec.outputs)
-        out[row] += 1 if spec.is_aggregate else counts[key]
+        out[row] += 1 if spec.is_aggregate or spec.distinct else counts[key]
     return +out
 
 

@@ -590,7 +590,9 @@ def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init
         rest = remaining[:best] + remaining[best + 1:]
         positions = tuple(i for i, v in enumerate(atom.vars) if v in binding)
         bound_values = tuple(binding[atom.vars[i]] for i in positions)
-        null_safe = isinstance(atom, Groups)      # GROUP BY groups: NULL is a key
+        # GROUP BY groups: NULL is a key; a domain's NULL key matches them (the lowering
+        # binds the domain first and joins the groups with <=>)
+        null_safe = isinstance(atom, (Groups, Domain))
         if any(v is None for v in bound_values) and not null_safe:
             return                        # SQL `=`: NULL never matches
         for values, m in tables.lookup(atom, positions, bound_values):

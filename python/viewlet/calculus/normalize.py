@@ -281,6 +281,9 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
             # never matches NULL (x := y itself is inlined first, then x = y may unify).
             if any(isinstance(o, Lift) and o.var in (a, b) for o in atoms):
                 return None
+            # a GROUP BY group's key joins with <=> (NULL is a group): x = y stays a test
+            if any(isinstance(o, Groups) and {a, b} & set(o.vars) for o in atoms):
+                return None
             if b not in keep:
                 return {b: a}
             if a not in keep:

@@ -110,7 +110,8 @@ def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
             hidden.append(name)
             keys.append([name, gi])
     return {"columns": columns, "keys": keys, "hidden": hidden,
-            "bag": not spec.is_aggregate, "global": spec.is_aggregate and not spec.group}
+            "bag": not spec.is_aggregate and not spec.distinct,
+            "global": spec.is_aggregate and not spec.group}
 
 
 __all__ = ["CompiledView", "compile_definition", "StoredTables", "RecordingResolver",

@@ -29,8 +29,6 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     if tree.args.get("with") is not None or tree.args.get("with_") is not None:
         fail("a WITH clause (common table expressions)", tree,
              "Inline the subquery or create an incremental view for it.")
-    if tree.args.get("distinct") is not None:
-        fail("SELECT DISTINCT", tree)
     if tree.args.get("order") is not None:
         fail("ORDER BY", tree.args["order"],
              "A view is an unordered relation: order when you query it.")

@@ -19,6 +19,7 @@ from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
+from . import setops
 from .joins import OUTER, VAR_QUALIFIER, Join, from_atoms, join_kind, padded_sources, var_column
 from .tables import ColumnInfo, TableInfo, TableResolver
 
@@ -52,6 +53,7 @@ class ViewSpec:
     is_aggregate: bool
     from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
     var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
+    distinct: bool = False                 # no aggregates, one row per distinct output row
 
 
 class _Instance:
@@ -105,12 +107,14 @@ class _Translator:
             self.nullable: Dict[str, bool] = {}
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
             self.assigned: set = set()                 # variables bound by an assignment
+            self.var_types: Dict[str, str] = {}         # known types of non-column variables
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
             self.nullable = outer.nullable
             self.group_keys = outer.group_keys
             self.assigned = outer.assigned
+            self.var_types = outer.var_types
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -234,9 +238,13 @@ class _Translator:
                                     f"{err.get('description', e)}", err.get("start")) from None
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
+        return self._translate_select(setops.as_select(tree, self.fail))
+
+    def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
         reject_unsupported(tree, self.sql)
+        distinct = tree.args.get("distinct") is not None
 
         from_ = tree.args.get("from_") or tree.args.get("from")
         if from_ is None:
@@ -263,14 +271,22 @@ class _Translator:
                     self.column_var(col)
         has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
         if group_items or has_aggs:
-            return self._aggregate_view(tree, selects, group_items, conds)
-        return self._spj_view(tree, selects, conds)
+            spec = self._aggregate_view(tree, selects, group_items, conds)
+            keys_out = {next(iter(o.expr.vars)) for o in spec.outputs if o.expr.is_var()}
+            if distinct and not set(spec.group) <= keys_out:
+                # groups may repeat an output row: DISTINCT over the aggregate as a subquery
+                return _Translator(self.sql, self.resolver)._translate_select(
+                    setops.distinct_as_subquery(tree))
+            return spec
+        return self._spj_view(tree, selects, conds, distinct)
 
     def _add_source(self, node):
         if isinstance(node, exp.Table):
             self.add_table(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             self._add_derived(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
+            self._add_union(node)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
                       "Only base tables and subqueries are supported in FROM so far.")
@@ -283,10 +299,12 @@ class _Translator:
         if not alias:
             self.fail("a subquery in FROM without an alias", node)
         aggregating = select.args.get("group") is not None or any(
-            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s))
-        if select.args.get("having") is not None or select.args.get("distinct") is not None:
-            self.fail("HAVING / DISTINCT in a subquery in FROM", node,
-                      "Filter the subquery's groups in the enclosing WHERE.")
+            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s)) \
+            or select.args.get("having") is not None
+        distinct = select.args.get("distinct") is not None
+        if distinct and aggregating and not _distinct_is_noop(select):
+            return self._add_derived(exp.Subquery(this=setops.distinct_as_subquery(select),
+                                                  alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
         child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
@@ -305,8 +323,12 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
-        if aggregating:
+        if distinct and not aggregating:
+            self._distinct_derived(select, child, conds, derived)
+            aggregating = True
+        elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
+        if aggregating:
             if any(i.alias.lower() == alias.lower() for i in self.instances):
                 self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
             self.instances.append(derived)
@@ -342,7 +364,7 @@ class _Translator:
             self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
                       "Supported: inner, CROSS, LEFT / RIGHT / FULL [OUTER] joins; write a semi "
                       "or anti join as EXISTS / NOT EXISTS.")
-        if isinstance(join.this, exp.Subquery) and not isinstance(join.this.this, exp.Select):
+        if isinstance(join.this, exp.Subquery) and isinstance(join.this.this, exp.Table):
             self.fail("a parenthesized join", join.this,
                       "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
         self._add_source(join.this)
@@ -420,7 +442,119 @@ class _Translator:
             sub.atoms.append(Lift(var, Scalar(value)))
             self.assigned.add(var)
             derived.add(name, var, True)
+        if select.args.get("having") is not None:
+            sub.atoms.append(Cond(Scalar(self._group_filter(select.args["having"].this, child, base,
+                                                            group_vars, sub))))
         derived.fixed_atoms = atoms + sub.atoms
+
+    def _group_filter(self, node, child, base, group_vars, sub) -> exp.Expression:
+        """A FROM subquery's HAVING over its groups' nested aggregates and keys."""
+        if isinstance(node, exp.AggFunc):
+            return sub._aggregates(child, base, node)
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            var = child.column_var(node)
+            if var not in group_vars:
+                child.fail(f"column '{node.sql()}' in HAVING: neither a GROUP BY column nor "
+                           "inside an aggregate", node)
+            return exp.column(var, quoted=True)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            child.fail("a subquery in the HAVING of a subquery in FROM", node)
+        new = node.copy()
+        for k, v in node.args.items():
+            if isinstance(v, exp.Expression):
+                new.set(k, self._group_filter(v, child, base, group_vars, sub))
+            elif isinstance(v, list):
+                new.set(k, [self._group_filter(x, child, base, group_vars, sub)
+                            if isinstance(x, exp.Expression) else x for x in v])
+        return new
+
+    def _distinct_derived(self, select, child, conds, derived):
+        """SELECT DISTINCT in FROM: a Groups atom over the output values (NULL is a value,
+        as DISTINCT treats it)."""
+        outputs = []
+        lifts = []
+        for item in child._expand_star(select.expressions):
+            name = item.alias_or_name
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if has_subquery(inner):
+                self.fail("a subquery in the select list of a FROM subquery", inner)
+            if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+                var = child.column_var(inner)
+            else:
+                var = self.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+                self.parent[var] = var
+                lifts.append(Lift(var, child.to_scalar(inner)))
+            outputs.append((name, var))
+        base = child._base_atoms(conds) + lifts
+        keys = tuple(dict.fromkeys(child.find(v) for _, v in outputs))
+        self.group_keys.update(keys)
+        derived.fixed_atoms = [Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
+                                                group=keys))]
+        for name, var in outputs:
+            derived.add(name, child.find(var), True)
+
+    def _add_union(self, node: exp.Subquery):
+        """UNION [ALL] in FROM (sql/setops.py): each branch is translated like a FROM
+        subquery of its own and assigns its columns to the union's variables."""
+        alias = node.alias_or_name
+        if not alias:
+            self.fail("a subquery in FROM without an alias", node)
+        terms, columns = [], None
+        selects = setops.branches(node.this, self.fail)
+        for k, select in enumerate(selects):
+            branch = _Translator(self.sql, self.resolver, outer=self)
+            branch.outer = None                      # not correlated
+            branch._add_derived(exp.Subquery(this=select, alias=exp.TableAlias(
+                this=exp.to_identifier(f"{setops.UNION_ALIAS}{k}"))))
+            inst = branch.instances[0]
+            cols = [(c.name, branch.find(inst.vars[c.name.lower()])) for c in inst.table.columns]
+            if columns is None:
+                columns = [(name, []) for name, _ in cols]
+            if len(cols) != len(columns):
+                self.fail(f"UNION branches with different numbers of columns ({len(columns)} "
+                          f"and {len(cols)})", select)
+            for (_, vs), (_, v) in zip(columns, cols):
+                vs.append(v)
+            terms.append(branch.source_atoms(inst))
+        derived = _Derived(alias, None, [])
+        shared = []
+        for name, vs in columns:
+            var = self.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "u")
+            self.parent[var] = var
+            self.nullable[var] = True
+            self.assigned.add(var)
+            types = [self.var_type(v) for v in vs]
+            wide = setops.wider_type(types)
+            if wide is not None:
+                self.var_types[var] = wide
+            shared.append((var, wide if wide is not None and len(set(types)) > 1 else None))
+            derived.add(name, var, True)
+        products = []
+        for k, atoms in enumerate(terms):
+            lifts = []
+            for (var, cast), vs in zip(shared, (vs for _, vs in columns)):
+                value = exp.column(vs[k], quoted=True)
+                if cast is not None:
+                    value = exp.cast(value, exp.DataType.build(cast, dialect="spark"))
+                lifts.append(Lift(var, Scalar(value)))
+            body = atoms + lifts
+            products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
+        derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
+            products[0].factors if isinstance(products[0], Mul) else products)
+        if any(i.alias.lower() == alias.lower() for i in self.instances):
+            self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+        self.instances.append(derived)
+
+    def var_type(self, var: str) -> Optional[str]:
+        """The Spark type of a variable when the front end knows it (a column's)."""
+        var = self.find(var)
+        if var in self.var_types:
+            return self.var_types[var]
+        if var in self.var_columns:
+            rel, col = self.var_columns[var]
+            info = self.tables[rel].column(col) if rel in self.tables else None
+            return info.type.lower() if info is not None and info.type else None
+        return None
 
     def _unify_joins(self):
         """The joins' ON conditions, unified like WHERE's (once, before anything reads a
@@ -462,11 +596,7 @@ class _Translator:
 
     def null_of(self, var: str) -> Scalar:
         """A NULL of the variable's column type (the padding of an outer join)."""
-        typ = None
-        if var in self.var_columns:
-            rel, col = self.var_columns[var]
-            info = self.tables[rel].column(col) if rel in self.tables else None
-            typ = info.type if info is not None and info.type else None
+        typ = self.var_type(var)
         if typ is None:
             return Scalar(exp.Null())
         return Scalar(exp.cast(exp.Null(), exp.DataType.build(typ, dialect="spark")))
@@ -578,8 +708,7 @@ class _Translator:
     def source_atoms(self, inst) -> List:
         """The atoms of one FROM item."""
         if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
-            from ..calculus.normalize import rename_atom
-            return [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
+            return [_rename(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
                     for a in inst.fixed_atoms]
         if isinstance(inst, _Derived):
             return inst.child._base_atoms(inst.conds) + \
@@ -697,9 +826,10 @@ class _Translator:
         aggregates.append(spec)
         return spec
 
-    def _spj_view(self, tree, selects, conds) -> ViewSpec:
+    def _spj_view(self, tree, selects, conds, distinct: bool = False) -> ViewSpec:
         """A view without aggregates is a bag: state keys are the output values, the state
-        counts each distinct output row, and the result holds that many copies."""
+        counts each distinct output row, and the result holds that many copies (one with
+        DISTINCT)."""
         group_vars: List[str] = []
         lifts = []
         outputs = []
@@ -718,7 +848,7 @@ class _Translator:
         state = _StateColumns(self, group_vars)
         state.add(COUNT_COLUMN, self._base_atoms(conds) + lifts, [])
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
-                        None, False, _from_sql(tree), dict(self.var_columns))
+                        None, False, _from_sql(tree), dict(self.var_columns), distinct)
 
 
 class _StateColumns:
@@ -737,6 +867,31 @@ class _StateColumns:
                 return existing
         self.columns[name] = q
         return name
+
+
+def _distinct_is_noop(select: exp.Select) -> bool:
+    """SELECT DISTINCT over groups whose keys are all output columns (or one global row)."""
+    group = select.args.get("group")
+    if group is None:
+        return True
+    items = {(e.this if isinstance(e, exp.Alias) else e).sql(dialect="spark").lower()
+             for e in select.expressions}
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+    for g in group.expressions:
+        text = g.sql(dialect="spark").lower()
+        if text not in items and text not in aliases and not (isinstance(g, exp.Literal) and g.is_int):
+            return False
+    return True
+
+
+def _rename(expr, mapping):
+    """rename_atom over sums and products of atoms too."""
+    from ..calculus.normalize import rename_atom
+    if isinstance(expr, Add):
+        return Add(tuple(_rename(t, mapping) for t in expr.terms))
+    if isinstance(expr, Mul):
+        return Mul(tuple(_rename(f, mapping) for f in expr.factors))
+    return rename_atom(expr, mapping)
 
 
 def has_subquery(node: exp.Expression) -> bool:
@@ -798,6 +953,7 @@ def _from_sql(tree: exp.Select) -> str:
     t = tree.copy()
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
+    t.set("distinct", None)
     text = t.sql(dialect="spark", comments=False)
     assert text.startswith("SELECT 1 ")
     return text[len("SELECT 1 "):]
