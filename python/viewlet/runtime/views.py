@@ -23,6 +23,7 @@ from ..sql.frontend import COUNT_COLUMN
 from .batch import relation_columns, run_triggers, sum_by_keys
 from . import drift, faults
 from .catalog import Entry
+from .determinism import reject_nondeterministic
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, parts_key, result_layout)
 from .manifest import BatchRecord, Manifest
@@ -220,8 +221,9 @@ def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:
 
 def _output_types(ctx, sql, frames, location_of):
     text, params = bind_tables(sql, frames, location_of)
-    schema = ctx.spark.sql(text, **params).schema
-    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+    df = ctx.spark.sql(text, **params)
+    reject_nondeterministic(df, sql)         # UDFs: what the front end cannot know
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
 
 def _aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:

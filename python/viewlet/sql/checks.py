@@ -7,9 +7,15 @@ from sqlglot import exp
 
 from ..errors import UnsupportedSQL
 
+# Functions whose value changes between evaluations (Spark marks the time and session ones
+# deterministic within one query, but a view is re-evaluated over time). Spark's own
+# determinism flags are checked again at CREATE (runtime/determinism.py: UDFs).
 _NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
                      "current_date", "curdate", "localtimestamp", "monotonically_increasing_id",
-                     "spark_partition_id", "input_file_name", "current_timezone", "unix_timestamp"}
+                     "spark_partition_id", "input_file_name", "current_timezone", "current_user",
+                     "user", "session_user", "current_database", "current_schema",
+                     "current_catalog", "try_reflect", "reflect", "java_method"}
+_NONDETERMINISTIC_WITHOUT_ARGS = {"unix_timestamp"}       # unix_timestamp(x) is a conversion
 
 
 def position_of(node: Optional[exp.Expression]) -> Optional[int]:
@@ -59,7 +65,9 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             fail(f"{node.key.upper()}()", node, "MIN and MAX are not maintained yet.")
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)):
+            no_args = not any(True for _ in node.iter_expressions())
+            if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)) or (
+                    name in _NONDETERMINISTIC_WITHOUT_ARGS and no_args):
                 fail(f"the non-deterministic function {name}()", node,
                      "A view must be a deterministic function of its tables.")
 

@@ -784,7 +784,7 @@ class _Translator:
         if tree.args.get("having") is not None:
             having = Scalar(replace(tree.args["having"].this))
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
-                        outputs, having, True, _from_sql(tree), dict(self.var_columns))
+                        outputs, having, True, _from_sql(tree, group_items), dict(self.var_columns))
 
     def _aggregate(self, node, base, state, agg_by_sql, aggregates) -> AggregateSpec:
         key = node.sql(dialect="spark")
@@ -949,8 +949,12 @@ def _product_factors(node: exp.Expression) -> List[exp.Expression]:
     return [node]
 
 
-def _from_sql(tree: exp.Select) -> str:
+def _from_sql(tree: exp.Select, group_items=None) -> str:
+    """FROM ... GROUP BY ... of the query, GROUP BY positions and aliases written out (the
+    aggregate type probe selects other columns)."""
     t = tree.copy()
+    if group_items and t.args.get("group") is not None:
+        t.set("group", exp.Group(expressions=[g.copy() for g in group_items]))
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
     t.set("distinct", None)
