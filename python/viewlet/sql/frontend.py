@@ -329,6 +329,7 @@ class _Translator:
         elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
         if aggregating:
+            self._column_aliases(derived, node)
             if any(i.alias.lower() == alias.lower() for i in self.instances):
                 self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
             self.instances.append(derived)
@@ -349,9 +350,25 @@ class _Translator:
                 derived.lifts.append((var, inner))
                 self.assigned.add(var)
             derived.add(name, var, self.nullable.get(var, True))
+        self._column_aliases(derived, node)
         if any(i.alias.lower() == alias.lower() for i in self.instances):
             self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
         self.instances.append(derived)
+
+    def _column_aliases(self, derived, node: exp.Subquery):
+        """`(subquery) AS x (c1, c2, ...)`: the subquery's columns renamed in order."""
+        alias = node.args.get("alias")
+        names = [c.name for c in (alias.args.get("columns") or [])] if alias is not None else []
+        if not names:
+            return
+        old = derived.table.columns
+        if len(names) != len(old):
+            self.fail(f"{len(names)} column aliases for the {len(old)} columns of subquery "
+                      f"'{derived.alias}'", alias)
+        pairs = [(n, derived.vars[c.name.lower()], c.nullable) for n, c in zip(names, old)]
+        derived.table.columns, derived.vars = [], {}
+        for name, var, nullable in pairs:
+            derived.add(name, var, nullable)
 
     def _add_join(self, join: exp.Join, predicates=None):
         """Record a join (left-deep, in order). Its ON conditions stay with it: an outer join
@@ -541,6 +558,7 @@ class _Translator:
             products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
         derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
             products[0].factors if isinstance(products[0], Mul) else products)
+        self._column_aliases(derived, node)
         if any(i.alias.lower() == alias.lower() for i in self.instances):
             self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
         self.instances.append(derived)
