@@ -43,6 +43,16 @@ SHAPES = {
                         "GROUP BY s.b) x ON r.b = x.b",
     "exists_over_padded": "SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b "
                           "WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.c = s.c)",
+    "outer_join_in_exists": "SELECT r.a FROM r WHERE EXISTS (SELECT 1 FROM s LEFT JOIN t "
+                            "ON s.c = t.c WHERE s.b = r.b AND t.d IS NULL)",
+    "outer_join_in_in": "SELECT r.a, COUNT(*) FROM r WHERE r.b IN (SELECT s.b FROM s FULL JOIN t "
+                        "ON s.c = t.c) GROUP BY r.a",
+    "group_by_coalesce_padded": "SELECT COALESCE(s.c, -1), COUNT(*) FROM r LEFT JOIN s "
+                                "ON r.b = s.b GROUP BY COALESCE(s.c, -1)",
+    "outer_join_of_outer_join_groups": "SELECT r.a, x.n FROM r LEFT JOIN (SELECT s.b, COUNT(*) AS n "
+                                       "FROM s LEFT JOIN t ON s.c = t.c GROUP BY s.b) x ON r.b = x.b",
+    "scalar_subquery_over_padded": "SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b "
+                                   "WHERE s.c = (SELECT COUNT(*) FROM t WHERE t.c = s.c)",
     "derived_expression_join": "SELECT x.k, s.c FROM (SELECT r.a + 1 AS k FROM r) x "
                                "JOIN s ON x.k = s.b",
 }

@@ -15,10 +15,15 @@ from .oracle import check_view_through_batches
 from .workload import registered_workload
 
 VIEWS = {
-    # RIGHT JOIN with a one-sided ON conjunct; COUNT(*) vs COUNT(col), SUM/AVG over padding
+    # RIGHT JOIN with a one-sided ON conjunct; COUNT(*) vs COUNT(col), SUM/AVG over padding,
+    # NULL join and group keys, HAVING over aggregates of padded columns
     "right_join_aggregates":
         "SELECT s.e, COUNT(*) AS n, COUNT(r.a) AS na, SUM(r.c) AS sc, AVG(r.d) AS ad "
-        "FROM r RIGHT JOIN s ON r.b = s.b AND r.a > 0 GROUP BY s.e",
+        "FROM r RIGHT JOIN s ON r.b = s.b AND r.a > 0 GROUP BY s.e "
+        "HAVING COUNT(*) > 1 OR AVG(r.d) < 0",
+    # an inner join inside the left side of a RIGHT JOIN, a self outer join
+    "inner_then_right_self":
+        "SELECT r1.a, r2.b AS b2, s.e FROM r r1 JOIN s ON r1.b = s.b RIGHT JOIN r r2 ON r2.a = s.e",
     # a chain of LEFT JOINs, WHERE over the padded side, a bag of rows with NULL padding
     "left_join_chain":
         "SELECT r.a, s.e, t.h FROM r LEFT JOIN s ON r.b = s.b LEFT OUTER JOIN t ON s.e = t.e "

@@ -24,6 +24,7 @@ from ..calculus.ir import Cond, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 from .checks import position_of, reject_unsupported
+from .joins import bound_vars
 
 
 class SubqueryTranslator:
@@ -105,10 +106,7 @@ class SubqueryTranslator:
         body = Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0]
         private = set()
         for a in atoms:
-            if hasattr(a, "vars") and isinstance(a.vars, tuple):
-                private |= set(a.vars)
-            if isinstance(a, (Nested, Lift)):
-                private.add(a.var)
+            private |= bound_vars(a)            # also inside an outer join's sum of terms
         private -= child.outer_vars()
         free = set().union(*(a.free_vars() for a in atoms))
         inputs = tuple(sorted(free - private)) if self.inputs is None else tuple(self.inputs)
