@@ -20,7 +20,8 @@ SHAPES = {
     "left_then_inner": "SELECT r.a, s.c, t.d FROM r LEFT JOIN s ON r.b = s.b JOIN t ON s.c = t.c",
     "inner_then_right": "SELECT r.a, s.c, t.d FROM r JOIN s ON r.b = s.b RIGHT JOIN t ON s.c = t.c",
     "full_chain": "SELECT r.a, s.b, t.d FROM r FULL JOIN s ON r.b = s.b FULL JOIN t ON s.c = t.c",
-    "right_of_left": "SELECT r.a, s.c, t.d FROM r LEFT JOIN s ON r.b = s.b RIGHT JOIN t ON t.c = s.c",
+    "right_of_left": "SELECT r.a, s.c, t.d FROM r LEFT JOIN s ON r.b = s.b "
+                     "RIGHT JOIN t ON t.c = s.c",
     "where_is_null_anti": "SELECT r.a FROM r LEFT JOIN s ON r.b = s.b WHERE s.c IS NULL",
     "where_on_padded": "SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b "
                        "WHERE s.c > 1 OR s.c IS NULL OR COALESCE(s.c, r.a) = 0",
@@ -34,7 +35,8 @@ SHAPES = {
                        "ON r.b = s.b GROUP BY s.c",
     "right_aggregates": "SELECT s.c, COUNT(*), COUNT(r.a), SUM(r.a), AVG(r.a) FROM r RIGHT JOIN s "
                         "ON r.b = s.b GROUP BY s.c",
-    "global_over_left": "SELECT COUNT(*), COUNT(s.c), SUM(s.c), SUM(r.a) FROM r LEFT JOIN s ON r.b = s.b",
+    "global_over_left": "SELECT COUNT(*), COUNT(s.c), SUM(s.c), SUM(r.a) FROM r "
+                        "LEFT JOIN s ON r.b = s.b",
     "q13_shape": "SELECT cnt, COUNT(*) FROM (SELECT r.a, COUNT(s.c) AS cnt FROM r LEFT JOIN s "
                  "ON r.b = s.b AND s.c <> 1 GROUP BY r.a) x GROUP BY cnt",
     "derived_side": "SELECT r.a, x.c1 FROM r LEFT JOIN (SELECT s.b, s.c + 1 AS c1 FROM s "
@@ -49,8 +51,9 @@ SHAPES = {
                         "ON s.c = t.c) GROUP BY r.a",
     "group_by_coalesce_padded": "SELECT COALESCE(s.c, -1), COUNT(*) FROM r LEFT JOIN s "
                                 "ON r.b = s.b GROUP BY COALESCE(s.c, -1)",
-    "outer_join_of_outer_join_groups": "SELECT r.a, x.n FROM r LEFT JOIN (SELECT s.b, COUNT(*) AS n "
-                                       "FROM s LEFT JOIN t ON s.c = t.c GROUP BY s.b) x ON r.b = x.b",
+    "outer_join_of_outer_join_groups": "SELECT r.a, x.n FROM r LEFT JOIN (SELECT s.b, "
+                                       "COUNT(*) AS n FROM s LEFT JOIN t ON s.c = t.c "
+                                       "GROUP BY s.b) x ON r.b = x.b",
     "scalar_subquery_over_padded": "SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b "
                                    "WHERE s.c = (SELECT COUNT(*) FROM t WHERE t.c = s.c)",
     "derived_expression_join": "SELECT x.k, s.c FROM (SELECT r.a + 1 AS k FROM r) x "

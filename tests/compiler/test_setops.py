@@ -32,7 +32,8 @@ SHAPES = {
                           "UNION ALL SELECT s.b FROM s) u ON t.c = u.k",
     "union_of_outer_join": "SELECT r.a, s.c FROM r LEFT JOIN s ON r.b = s.b "
                            "UNION ALL SELECT t.c, t.d FROM t",
-    "distinct_subquery": "SELECT x.a, COUNT(*) FROM (SELECT DISTINCT r.a, r.b FROM r) x GROUP BY x.a",
+    "distinct_subquery": "SELECT x.a, COUNT(*) FROM (SELECT DISTINCT r.a, r.b FROM r) x "
+                         "GROUP BY x.a",
     "distinct_subquery_joined": "SELECT x.a, s.c FROM (SELECT DISTINCT r.a, r.b FROM r) x "
                                 "JOIN s ON x.b = s.b",
     "having_subquery": "SELECT x.a, x.sb FROM (SELECT r.a, SUM(r.b) AS sb FROM r GROUP BY r.a "

@@ -20,7 +20,8 @@ from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
 from . import setops
-from .joins import OUTER, VAR_QUALIFIER, Join, from_atoms, join_kind, padded_sources, var_column
+from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
+                    star_with_using)
 from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
@@ -371,53 +372,9 @@ class _Translator:
             derived.add(name, var, nullable)
 
     def _add_join(self, join: exp.Join, predicates=None):
-        """Record a join (left-deep, in order). Its ON conditions stay with it: an outer join
-        needs them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
-        side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-        if (join.args.get("method") or "").upper() == "NATURAL":
-            self.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
-        how = join_kind(join)
-        if how is None:
-            self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
-                      "Supported: inner, CROSS, LEFT / RIGHT / FULL [OUTER] joins; write a semi "
-                      "or anti join as EXISTS / NOT EXISTS.")
-        if isinstance(join.this, exp.Subquery) and isinstance(join.this.this, exp.Table):
-            self.fail("a parenthesized join", join.this,
-                      "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
-        self._add_source(join.this)
-        record = Join(how, self.instances[-1], join, join.args.get("on"))
-        using = []
-        for ident in join.args.get("using") or []:
-            name = ident.name.lower()
-            right = self.instances[-1]
-            if right.table.column(ident.name) is None:
-                self.fail(f"USING ({ident.name}): no such column in '{right.alias}'", join)
-            if name in self.using:
-                left_var = self.using[name]
-            else:
-                left = [i for i in self.instances[:-1] if i.table.column(ident.name) is not None]
-                if len(left) != 1:
-                    self.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left",
-                              join)
-                left_var = self.column_var(exp.column(ident.name, table=left[0].alias))
-            right_var = self.column_var(exp.column(ident.name, table=right.alias))
-            using.append(exp.EQ(this=var_column(left_var), expression=var_column(right_var)))
-            # Spark: the USING column is the left one, the right one for a RIGHT join, and
-            # COALESCE of both for a FULL join.
-            if how == "full":
-                merged = self.fresh(f"{_ident(ident.name)}".lower() or "u")
-                self.parent[merged] = merged
-                self.nullable[merged] = True
-                self.assigned.add(merged)
-                record.merged.append((merged, exp.Coalesce(this=var_column(left_var),
-                                                           expressions=[var_column(right_var)])))
-                self.using[name] = merged
-            else:
-                self.using[name] = right_var if how == "right" else left_var
-            record.using.append((ident.name, self.using[name]))
-        if using:
-            record.on = exp.and_(*using) if len(using) > 1 else using[0]
-        self.joins.append(record)
+        """Record a join (sql/joins.py). Its ON conditions stay with it: an outer join needs
+        them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
+        record_join(self, join)
 
     def _aggregating_derived(self, node, select, child, conds, derived):
         """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
@@ -486,82 +443,10 @@ class _Translator:
         return new
 
     def _distinct_derived(self, select, child, conds, derived):
-        """SELECT DISTINCT in FROM: a Groups atom over the output values (NULL is a value,
-        as DISTINCT treats it)."""
-        outputs = []
-        lifts = []
-        for item in child._expand_star(select.expressions):
-            name = item.alias_or_name
-            inner = item.this if isinstance(item, exp.Alias) else item
-            if has_subquery(inner):
-                self.fail("a subquery in the select list of a FROM subquery", inner)
-            if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
-                var = child.column_var(inner)
-            else:
-                var = self.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
-                self.parent[var] = var
-                lifts.append(Lift(var, child.to_scalar(inner)))
-            outputs.append((name, var))
-        base = child._base_atoms(conds) + lifts
-        keys = tuple(dict.fromkeys(child.find(v) for _, v in outputs))
-        self.group_keys.update(keys)
-        derived.fixed_atoms = [Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
-                                                group=keys))]
-        for name, var in outputs:
-            derived.add(name, child.find(var), True)
+        setops.distinct_derived(self, select, child, conds, derived)
 
     def _add_union(self, node: exp.Subquery):
-        """UNION [ALL] in FROM (sql/setops.py): each branch is translated like a FROM
-        subquery of its own and assigns its columns to the union's variables."""
-        alias = node.alias_or_name
-        if not alias:
-            self.fail("a subquery in FROM without an alias", node)
-        terms, columns = [], None
-        selects = setops.branches(node.this, self.fail)
-        for k, select in enumerate(selects):
-            branch = _Translator(self.sql, self.resolver, outer=self)
-            branch.outer = None                      # not correlated
-            branch._add_derived(exp.Subquery(this=select, alias=exp.TableAlias(
-                this=exp.to_identifier(f"{setops.UNION_ALIAS}{k}"))))
-            inst = branch.instances[0]
-            cols = [(c.name, branch.find(inst.vars[c.name.lower()])) for c in inst.table.columns]
-            if columns is None:
-                columns = [(name, []) for name, _ in cols]
-            if len(cols) != len(columns):
-                self.fail(f"UNION branches with different numbers of columns ({len(columns)} "
-                          f"and {len(cols)})", select)
-            for (_, vs), (_, v) in zip(columns, cols):
-                vs.append(v)
-            terms.append(branch.source_atoms(inst))
-        derived = _Derived(alias, None, [])
-        shared = []
-        for name, vs in columns:
-            var = self.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "u")
-            self.parent[var] = var
-            self.nullable[var] = True
-            self.assigned.add(var)
-            types = [self.var_type(v) for v in vs]
-            wide = setops.wider_type(types)
-            if wide is not None:
-                self.var_types[var] = wide
-            shared.append((var, wide if wide is not None and len(set(types)) > 1 else None))
-            derived.add(name, var, True)
-        products = []
-        for k, atoms in enumerate(terms):
-            lifts = []
-            for (var, cast), vs in zip(shared, (vs for _, vs in columns)):
-                value = exp.column(vs[k], quoted=True)
-                if cast is not None:
-                    value = exp.cast(value, exp.DataType.build(cast, dialect="spark"))
-                lifts.append(Lift(var, Scalar(value)))
-            body = atoms + lifts
-            products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
-        derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
-            products[0].factors if isinstance(products[0], Mul) else products)
-        self._column_aliases(derived, node)
-        if any(i.alias.lower() == alias.lower() for i in self.instances):
-            self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
-        self.instances.append(derived)
+        setops.add_union(self, node)
 
     def var_type(self, var: str) -> Optional[str]:
         """The Spark type of a variable when the front end knows it (a column's)."""
@@ -655,8 +540,9 @@ class _Translator:
         out = []
         for s in selects:
             if isinstance(s, exp.Star) and any(j.using for j in self.joins):
-                out += self._star_with_using()
-            elif isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star)):
+                out += star_with_using(self)
+            elif isinstance(s, exp.Star) or (isinstance(s, exp.Column)
+                                             and isinstance(s.this, exp.Star)):
                 qual = s.table if isinstance(s, exp.Column) else ""
                 for inst in self.instances:
                     if qual and inst.alias.lower() != qual.lower():
@@ -666,24 +552,6 @@ class _Translator:
             else:
                 out.append(s)
         return out
-
-    def _star_with_using(self) -> List[exp.Expression]:
-        """`*` over joins with USING, as Spark lists it: a join's USING columns first (once),
-        then the other columns of its left and of its right side."""
-        def columns(inst):
-            return [(c.name, exp.column(c.name, table=inst.alias, quoted=True))
-                    for c in inst.table.columns]
-        cols = columns(self.instances[0])
-        for j in self.joins:
-            right = columns(j.source)
-            if not j.using:
-                cols += right
-                continue
-            names = {n.lower() for n, _ in j.using}
-            cols = [(n, exp.alias_(var_column(v), n, quoted=True)) for n, v in j.using] + \
-                [c for c in cols if c[0].lower() not in names] + \
-                [c for c in right if c[0].lower() not in names]
-        return [e for _, e in cols]
 
     def _group_items(self, tree) -> List[exp.Expression]:
         group = tree.args.get("group")
@@ -897,7 +765,8 @@ def _distinct_is_noop(select: exp.Select) -> bool:
     aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     for g in group.expressions:
         text = g.sql(dialect="spark").lower()
-        if text not in items and text not in aliases and not (isinstance(g, exp.Literal) and g.is_int):
+        position = isinstance(g, exp.Literal) and g.is_int
+        if text not in items and text not in aliases and not position:
             return False
     return True
 

@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from ..calculus.ir import Add, Cond, Lift, Mul, Nested
 from ..calculus.normalize import normalize
-from ..calculus.scalar import Scalar, conjuncts
+from ..calculus.scalar import Scalar
 
 OUTER = ("left", "right", "full")
 
@@ -65,6 +65,75 @@ def join_kind(join: exp.Join) -> Optional[str]:
     if kind in ("", "INNER", "CROSS", "OUTER"):
         return "inner" if kind != "OUTER" else None
     return None
+
+
+def record_join(tr, join: exp.Join):
+    """Record a join of tr's FROM clause (left-deep, in order), with its USING columns
+    resolved as Spark does: the left column, the right one after a RIGHT join, COALESCE of
+    both after a FULL join (a fresh variable assigned after the join)."""
+    from .frontend import _ident
+    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+    if (join.args.get("method") or "").upper() == "NATURAL":
+        tr.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
+    how = join_kind(join)
+    if how is None:
+        tr.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
+                "Supported: inner, CROSS, LEFT / RIGHT / FULL [OUTER] joins; write a semi "
+                "or anti join as EXISTS / NOT EXISTS.")
+    if isinstance(join.this, exp.Subquery) and isinstance(join.this.this, exp.Table):
+        tr.fail("a parenthesized join", join.this,
+                "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
+    tr._add_source(join.this)
+    record = Join(how, tr.instances[-1], join, join.args.get("on"))
+    using = []
+    for ident in join.args.get("using") or []:
+        name = ident.name.lower()
+        right = tr.instances[-1]
+        if right.table.column(ident.name) is None:
+            tr.fail(f"USING ({ident.name}): no such column in '{right.alias}'", join)
+        if name in tr.using:
+            left_var = tr.using[name]
+        else:
+            left = [i for i in tr.instances[:-1] if i.table.column(ident.name) is not None]
+            if len(left) != 1:
+                tr.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left",
+                        join)
+            left_var = tr.column_var(exp.column(ident.name, table=left[0].alias))
+        right_var = tr.column_var(exp.column(ident.name, table=right.alias))
+        using.append(exp.EQ(this=var_column(left_var), expression=var_column(right_var)))
+        if how == "full":
+            merged = tr.fresh(f"{_ident(ident.name)}".lower() or "u")
+            tr.parent[merged] = merged
+            tr.nullable[merged] = True
+            tr.assigned.add(merged)
+            record.merged.append((merged, exp.Coalesce(this=var_column(left_var),
+                                                       expressions=[var_column(right_var)])))
+            tr.using[name] = merged
+        else:
+            tr.using[name] = right_var if how == "right" else left_var
+        record.using.append((ident.name, tr.using[name]))
+    if using:
+        record.on = exp.and_(*using) if len(using) > 1 else using[0]
+    tr.joins.append(record)
+
+
+def star_with_using(tr) -> List[exp.Expression]:
+    """`*` over joins with USING, as Spark lists it: a join's USING columns first (once),
+    then the other columns of its left and of its right side."""
+    def columns(inst):
+        return [(c.name, exp.column(c.name, table=inst.alias, quoted=True))
+                for c in inst.table.columns]
+    cols = columns(tr.instances[0])
+    for j in tr.joins:
+        right = columns(j.source)
+        if not j.using:
+            cols += right
+            continue
+        names = {n.lower() for n, _ in j.using}
+        cols = [(n, exp.alias_(var_column(v), n, quoted=True)) for n, v in j.using] + \
+            [c for c in cols if c[0].lower() not in names] + \
+            [c for c in right if c[0].lower() not in names]
+    return [e for _, e in cols]
 
 
 def padded_sources(joins: List[Join], first) -> List:
@@ -148,7 +217,3 @@ def bound_vars(atom) -> set:
     if isinstance(atom, (Nested, Lift)):
         out.add(atom.var)
     return out
-
-
-def split_conjuncts(node: exp.Expression) -> List[exp.Expression]:
-    return list(conjuncts(node))

@@ -23,6 +23,10 @@ from typing import List, Optional
 
 from sqlglot import exp
 
+from ..calculus.ir import Add, Groups, Lift, Mul
+from ..calculus.normalize import normalize
+from ..calculus.scalar import Scalar
+
 UNION_ALIAS = "__union"
 DISTINCT_ALIAS = "__distinct"
 
@@ -97,6 +101,88 @@ def distinct_as_subquery(tree: exp.Select) -> exp.Select:
         exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(DISTINCT_ALIAS))))
     outer.set("group", exp.Group(expressions=[exp.column(n, table=DISTINCT_ALIAS) for n in names]))
     return outer
+
+
+def distinct_derived(tr, select, child, conds, derived):
+    """SELECT DISTINCT in FROM: a Groups atom over the output values (NULL is a value,
+    as DISTINCT treats it)."""
+    from .frontend import _ident, has_subquery
+    outputs = []
+    lifts = []
+    for item in child._expand_star(select.expressions):
+        name = item.alias_or_name
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if has_subquery(inner):
+            tr.fail("a subquery in the select list of a FROM subquery", inner)
+        if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+            var = child.column_var(inner)
+        else:
+            var = tr.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+            tr.parent[var] = var
+            lifts.append(Lift(var, child.to_scalar(inner)))
+        outputs.append((name, var))
+    base = child._base_atoms(conds) + lifts
+    keys = tuple(dict.fromkeys(child.find(v) for _, v in outputs))
+    tr.group_keys.update(keys)
+    derived.fixed_atoms = [Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
+                                            group=keys))]
+    for name, var in outputs:
+        derived.add(name, child.find(var), True)
+
+
+def add_union(tr, node: exp.Subquery):
+    """UNION [ALL] in FROM: each branch is translated like a FROM subquery of a scope of
+    its own and assigns its columns to the union's variables (one term per branch)."""
+    from .frontend import _Derived, _ident, _Translator
+    alias = node.alias_or_name
+    if not alias:
+        tr.fail("a subquery in FROM without an alias", node)
+    terms, columns = [], None
+    selects = branches(node.this, tr.fail)
+    for k, select in enumerate(selects):
+        branch = _Translator(tr.sql, tr.resolver, outer=tr)
+        branch.outer = None                      # not correlated
+        branch._add_derived(exp.Subquery(this=select, alias=exp.TableAlias(
+            this=exp.to_identifier(f"{UNION_ALIAS}{k}"))))
+        inst = branch.instances[0]
+        cols = [(c.name, branch.find(inst.vars[c.name.lower()])) for c in inst.table.columns]
+        if columns is None:
+            columns = [(name, []) for name, _ in cols]
+        if len(cols) != len(columns):
+            tr.fail(f"UNION branches with different numbers of columns ({len(columns)} "
+                    f"and {len(cols)})", select)
+        for (_, vs), (_, v) in zip(columns, cols):
+            vs.append(v)
+        terms.append(branch.source_atoms(inst))
+    derived = _Derived(alias, None, [])
+    shared = []
+    for name, vs in columns:
+        var = tr.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "u")
+        tr.parent[var] = var
+        tr.nullable[var] = True
+        tr.assigned.add(var)
+        types = [tr.var_type(v) for v in vs]
+        wide = wider_type(types)
+        if wide is not None:
+            tr.var_types[var] = wide
+        shared.append((var, wide if wide is not None and len(set(types)) > 1 else None))
+        derived.add(name, var, True)
+    products = []
+    for k, atoms in enumerate(terms):
+        lifts = []
+        for (var, cast), vs in zip(shared, (vs for _, vs in columns)):
+            value = exp.column(vs[k], quoted=True)
+            if cast is not None:
+                value = exp.cast(value, exp.DataType.build(cast, dialect="spark"))
+            lifts.append(Lift(var, Scalar(value)))
+        body = atoms + lifts
+        products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
+    derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
+        products[0].factors if isinstance(products[0], Mul) else products)
+    tr._column_aliases(derived, node)
+    if any(i.alias.lower() == alias.lower() for i in tr.instances):
+        tr.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+    tr.instances.append(derived)
 
 
 # -- Spark's type widening for UNION columns (TypeCoercion.findWiderTypeForTwo) -------------
