@@ -94,3 +94,38 @@ def test_translation_equals_sql(name):
                          ids=[f"{n}-depth{d}" for n, d in PROGRAM_CASES])
 def test_program_equals_reevaluation(name, depth):
     check_equivalence(SHAPES[name], depth, seed=0, batches=8, row=null_heavy_row)
+
+
+@pytest.mark.parametrize("where", ["s.c = 1", "s.c > r.a", "s.c IN (1, 2)", "s.c LIKE '1%'",
+                                   "NOT s.c IS NULL AND r.a > 0"])
+def test_null_rejecting_where_compiles_to_the_inner_join(where):
+    """A WHERE condition that is never true on padding (NULL) drops the padding part at
+    compile time: no nested match count, the inner join's program."""
+    from viewlet.calculus.ir import Nested, walk_atoms
+    outer = spec_of(f"SELECT r.a, COUNT(*) FROM r LEFT JOIN s ON r.b = s.b WHERE {where} "
+                    "GROUP BY r.a")
+    inner = spec_of(f"SELECT r.a, COUNT(*) FROM r JOIN s ON r.b = s.b WHERE {where} GROUP BY r.a")
+    for col, q in outer.columns.items():
+        assert not any(isinstance(a, Nested) for a in walk_atoms(q)), q
+        assert len(q.monomials) == len(inner.columns[col].monomials)
+
+
+def test_padding_survives_where_that_accepts_null():
+    from viewlet.calculus.ir import Nested, walk_atoms
+    spec = spec_of("SELECT r.a FROM r LEFT JOIN s ON r.b = s.b WHERE s.c IS NULL OR s.c > 2")
+    (q,) = spec.columns.values()
+    assert any(isinstance(a, Nested) for a in walk_atoms(q))
+
+
+@pytest.mark.parametrize("pred, values", [
+    ("CAST(NULL AS INT) = x", {"N"}), ("NULL + 1 > x", {"N"}), ("x LIKE NULL", {"N"}),
+    ("NOT (CAST(NULL AS INT) = x)", {"N"}), ("CAST(NULL AS INT) = x OR x > 1", {"N", "T"}),
+    ("CAST(NULL AS INT) = x AND x > 1", {"N", "F"}), ("CAST(NULL AS INT) IS NULL", {"T"}),
+    ("NOT NULL IS NULL", {"F"}), ("NULL <=> NULL", {"T"}), ("1 <=> NULL", {"F"}),
+    ("0 = 0", {"T"}), ("-1 > 2", {"F"}), ("x = y", {"N", "T", "F"}),
+    ("COALESCE(NULL, x) = 1", {"N", "T", "F"}),
+])
+def test_truth_values_of_predicates_with_null_literals(pred, values):
+    from viewlet.calculus.nulls import truth_values
+    from viewlet.calculus.scalar import Scalar
+    assert truth_values(Scalar.parse(pred).ast) == frozenset(values)
