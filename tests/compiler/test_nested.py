@@ -47,6 +47,49 @@ def test_nested_program_equals_reevaluation(name, depth):
     assert nonempty >= 1, nonempty
 
 
+QUANTIFIED_SHAPES = {
+    "all_correlated":
+        "SELECT r.a, COUNT(*) FROM r WHERE r.b > ALL (SELECT s.c FROM s WHERE s.b = r.a) GROUP BY r.a",
+    "any_equality":
+        "SELECT r.a, COUNT(*) FROM r WHERE r.b = ANY (SELECT s.c FROM s WHERE s.b > 1) GROUP BY r.a",
+    "not_some_inequality":
+        "SELECT COUNT(*) FROM r WHERE NOT (r.a < SOME (SELECT t.d FROM t WHERE t.c <> r.b))",
+}
+
+SELECT_SHAPES = {
+    "spj_count_equality":
+        "SELECT r.a, (SELECT COUNT(*) FROM s WHERE s.b = r.b) FROM r",
+    "spj_sum_inequality":
+        "SELECT r.a, (SELECT SUM(s.c) FROM s WHERE s.b > r.b) AS x FROM r",
+    "spj_exists_in_all":
+        "SELECT r.a, EXISTS (SELECT 1 FROM t WHERE t.c = r.b), r.b IN (SELECT s.c FROM s), "
+        "r.a >= ALL (SELECT t.d FROM t) FROM r",
+    "spj_self":
+        "SELECT r.a, (SELECT COUNT(*) FROM r r2 WHERE r2.b = r.a) FROM r",
+    "aggregate_uncorrelated":
+        "SELECT r.a, SUM(r.b) * (SELECT COUNT(*) FROM s) FROM r GROUP BY r.a",
+    "aggregate_grouped_subquery":
+        "SELECT r.a, COUNT(*), (SELECT SUM(s.c) FROM s WHERE s.b = r.a) FROM r GROUP BY r.a, 3",
+    "aggregate_exists_on_key":
+        "SELECT r.a, COUNT(*), EXISTS (SELECT 1 FROM s WHERE s.b = r.a) FROM r GROUP BY r.a",
+    "having_inequality":
+        "SELECT r.a, COUNT(*) FROM r GROUP BY r.a HAVING COUNT(*) > (SELECT COUNT(*) FROM s "
+        "WHERE s.b > r.a)",
+    "global":
+        "SELECT COUNT(*) + (SELECT COUNT(*) FROM s), SUM(r.a) FROM r",
+}
+
+
+@pytest.mark.parametrize("depth", [None, 1, 0], ids=lambda d: f"depth{d}")
+@pytest.mark.parametrize("name", sorted(QUANTIFIED_SHAPES) + sorted(SELECT_SHAPES))
+def test_quantified_and_select_subqueries_equal_reevaluation(name, depth):
+    sql = QUANTIFIED_SHAPES.get(name) or SELECT_SHAPES[name]
+    nonempty = 0
+    for seed in SEEDS:
+        nonempty += check_equivalence(sql, depth, seed).nonempty
+    assert nonempty >= 1, nonempty
+
+
 FROM_SHAPES = {
     "from_aggregate":
         "SELECT x.n, COUNT(*) FROM (SELECT r.b, COUNT(*) AS n, SUM(r.a) AS sa FROM r GROUP BY r.b) x "

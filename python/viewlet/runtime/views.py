@@ -156,6 +156,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         progress.step("resolving column types")
         output_types = _output_types(ctx, sql, frames, location_of)
         agg_types = _aggregate_types(ctx, compiled, frames, location_of)
+        agg_types.update(_subquery_types(ctx, compiled, frames, location_of))
         layout = result_layout(spec, output_types) if depth != 0 else \
             dict(result_layout(spec, output_types), keys=[], hidden=[])
         source = _SnapshotSource(ctx, draft, versions)
@@ -238,6 +239,16 @@ def _aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, 
     return {a.placeholder: {"type": fields[a.placeholder],
                             "sum_type": fields.get(a.placeholder + "_sum", fields[a.placeholder])}
             for a in spec.aggregates}
+
+
+def _subquery_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+    """Spark's type of each subquery in the view's SELECT / HAVING."""
+    probe = compiled.spec.subquery_probe
+    if probe is None:
+        return {}
+    text, params = bind_tables(probe, frames, location_of)
+    return {f.name: {"type": f.dataType.simpleString()}
+            for f in ctx.spark.sql(text, **params).schema.fields}
 
 
 def _initial_map(ctx, m, source):
