@@ -97,6 +97,7 @@ class Nested:
     var: str
     query: "Query"
     null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
+    cached: bool = False               # its query is kept as a view cache (compiler/caches.py)
 
     def free_vars(self):
         return frozenset({self.var}) | frozenset(self.query.group)
