@@ -57,7 +57,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping))
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):

@@ -130,7 +130,7 @@ class _Draft:
 # -- CREATE ------------------------------------------------------------------------------
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 if_not_exists: bool = False, replacing: Optional[Entry] = None,
-                options: Optional[Dict] = None) -> Dict:
+                options: Optional[Dict] = None, caches: bool = False) -> Dict:
     """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry."""
     validate_name(name)
     t_start = time.perf_counter()
@@ -140,7 +140,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
                                 "use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
     recorder = RecordingResolver(ctx.resolver())
-    compiled = compile_definition(sql, recorder, depth)        # all SQL errors happen here
+    compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
     spec = compiled.spec
     view_id = uuid.uuid4().hex
     view_dir = ctx.layout.view_dir(view_id)
@@ -192,7 +192,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
-            "table_ids": drift.table_ids(ctx, compiled.spec), **(options or {}),
+            "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches, **(options or {}),
         })
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
@@ -462,4 +462,5 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
 
 def load_compiled(ctx, entry: Entry) -> CompiledView:
     spec = entry.spec
-    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"])
+    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"],
+                              spec.get("caches", False))
