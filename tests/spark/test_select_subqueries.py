@@ -17,11 +17,12 @@ from .workload import SCHEMAS, registered_workload
 
 SHAPES = {
     # views without aggregates: the subqueries' inputs become hidden state keys
-    "spj_scalar": "SELECT r.a, (SELECT COUNT(*) FROM s WHERE s.b = r.b) AS n, "
-                  "(SELECT SUM(s.f) FROM s WHERE s.b > r.b) AS sf, "
-                  "(SELECT SUM(r2.d) FROM r r2 WHERE r2.a = r.a) AS sd FROM r",
-    "spj_exists_in": "SELECT r.a, r.b, EXISTS (SELECT 1 FROM t WHERE t.e = r.b) AS ex, "
-                     "r.b NOT IN (SELECT s.e FROM s) AS nin FROM r",
+    "spj": "SELECT r.a, (SELECT COUNT(*) FROM s WHERE s.b = r.b) AS n, "
+           "(SELECT SUM(s.f) FROM s WHERE s.b > r.b) AS sf, "
+           "(SELECT SUM(r2.d) FROM r r2 WHERE r2.a = r.a) AS sd, "
+           "EXISTS (SELECT 1 FROM t WHERE t.e = r.b) AS ex, "
+           "r.b NOT IN (SELECT s.e FROM s) AS nin, "
+           "NOT (r.b IN (SELECT t.g FROM t) AND r.a > 1) AS nand FROM r",
     # aggregate views: uncorrelated values, a subquery that is a GROUP BY item, HAVING
     "aggregate_uncorrelated": "SELECT r.a, SUM(r.c) / (SELECT SUM(s.f) FROM s) AS share, "
                               "COUNT(*) + (SELECT COUNT(*) FROM t) AS k FROM r GROUP BY r.a",
@@ -32,11 +33,11 @@ SHAPES = {
               "(SELECT SUM(s.f) FROM s WHERE s.e > 1) AS y FROM r WHERE r.a > 3",
 }
 QUANTIFIED = {
-    "where_all_any": "SELECT r.a, COUNT(*) AS n FROM r WHERE r.b > ALL (SELECT s.e FROM s "
-                     "WHERE s.b = r.a) OR r.a = ANY (SELECT t.g FROM t) GROUP BY r.a",
-    "select_all_any_some": "SELECT r.a, r.b, r.b < ANY (SELECT t.g FROM t WHERE t.e > r.a) AS q1, "
-                           "r.b = SOME (SELECT s.e FROM s) AS q2, "
-                           "r.a >= ALL (SELECT t.g FROM t WHERE t.h <> 'y') AS q3 FROM r",
+    "all_any_some": "SELECT r.a, r.b, r.b < ANY (SELECT t.g FROM t WHERE t.e > r.a) AS q1, "
+                    "r.b = SOME (SELECT s.e FROM s) AS q2, "
+                    "r.a >= ALL (SELECT t.g FROM t WHERE t.h <> 'y') AS q3 FROM r "
+                    "WHERE r.b <> ALL (SELECT s.e FROM s WHERE s.b = r.a) OR r.a = ANY "
+                    "(SELECT t.g FROM t)",
 }
 BATCHES = 2
 
@@ -76,7 +77,7 @@ def test_quantified_comparisons_equal_recompute(spark, vl, tmp_path, shape):
             con.register(name, DeltaTable(path).to_pyarrow_table())
         native = _rows(con.execute(query).fetchall())
         assert native == _rows(spark.sql(rewritten).collect())
-        assert any(v is None for row in native for v in row) or shape == "where_all_any"
+        assert any(v is None for row in native for v in row[2:])      # NULL results occur
 
     check_view_through_batches(spark, work, f"v_q_{shape}", query, None, BATCHES,
                                oracle=rewritten, also=duckdb_agrees)
