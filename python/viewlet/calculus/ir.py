@@ -164,6 +164,12 @@ ZERO = Const(0)
 ONE = Const(1)
 
 
+def product(factors) -> "Expr":
+    """The product of a non-empty list of factors (the factor itself when there is one)."""
+    factors = tuple(factors)
+    return factors[0] if len(factors) == 1 else Mul(factors)
+
+
 def relation_atoms(atoms):
     return [a for a in atoms if isinstance(a, Rel)]
 

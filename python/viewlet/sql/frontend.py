@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value, product
 from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
@@ -517,24 +517,24 @@ class _Translator:
         if values.values and not group_vars:
             # a global aggregate's one state row must exist over no rows too: it holds the
             # subqueries' values (the row count column carries a constant 1, `__rows` counts)
-            state.columns[COUNT_COLUMN] = normalize(Add((_product(base), ONE)), group=())
+            state.columns[COUNT_COLUMN] = normalize(Add((product(base), ONE)), group=())
             self._rows = state.add("__rows", base, [])
         else:
             state.add(COUNT_COLUMN, base, [])
         aggregates: List[AggregateSpec] = []
         agg_by_sql: Dict[str, AggregateSpec] = {}
-        in_select = [True]
 
-        def replace(node: exp.Expression) -> exp.Expression:
-            """Output expression: aggregates -> placeholders, group expressions -> keys."""
+        def replace(node: exp.Expression, select: bool = True) -> exp.Expression:
+            """Output expression: aggregates -> placeholders, group expressions -> keys,
+            subqueries -> placeholders (`select`: in the SELECT list, else in HAVING)."""
             if has_subquery(node) and node.sql(dialect="spark") in grouped_subqueries:
                 return values.expression(node)
-            if in_select[0] and isinstance(node, exp.Not) and has_in_subquery(node) \
+            if select and isinstance(node, exp.Not) and has_in_subquery(node) \
                     and not is_subquery_node(node):
                 node = push_not(node)
             if is_subquery_node(node):
-                value = values.placeholder(node, value=in_select[0])
-                if in_select[0] and isinstance(node, (exp.Subquery, exp.Select)) \
+                value = values.placeholder(node, value=select)
+                if select and isinstance(node, (exp.Subquery, exp.Select)) \
                         and values.outer_vars(value):
                     self.fail("a correlated scalar subquery in the SELECT list of an aggregate "
                               "query", node, "As in Spark: add it to GROUP BY (by position, e.g. "
@@ -558,9 +558,9 @@ class _Translator:
             new = node.copy()
             for k, v in list(new.args.items()):
                 if isinstance(v, exp.Expression):
-                    new.set(k, replace(node.args[k]))
+                    new.set(k, replace(node.args[k], select))
                 elif isinstance(v, list):
-                    new.set(k, [replace(x) if isinstance(x, exp.Expression) else x
+                    new.set(k, [replace(x, select) if isinstance(x, exp.Expression) else x
                                 for x in node.args[k]])
             return new
 
@@ -569,10 +569,9 @@ class _Translator:
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
             inner = s.this if isinstance(s, exp.Alias) else s
             outputs.append(OutputColumn(name, Scalar(replace(inner))))
-        in_select[0] = False
         having_expr = None
         if having is not None:
-            having_expr = Scalar(replace(having.this))
+            having_expr = Scalar(replace(having.this, select=False))
         outside = sorted(values.outer_vars() - set(group_vars))
         if outside:
             rel, col = self.var_columns.get(outside[0], ("", outside[0]))
@@ -741,10 +740,6 @@ def _subquery_probe(tree: exp.Select, values: SubqueryValues) -> Optional[str]:
         return None
     items = ", ".join(f"{v.sql} AS `{v.placeholder}`" for v in values.values)
     return f"SELECT {items} {_from_sql(tree, grouped=False)}"
-
-
-def _product(atoms):
-    return atoms[0] if len(atoms) == 1 else Mul(tuple(atoms))
 
 
 def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:

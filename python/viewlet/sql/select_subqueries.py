@@ -26,7 +26,7 @@ from typing import Dict, List, Sequence, Set
 
 from sqlglot import exp
 
-from ..calculus.ir import Groups, Lift, Mul, Nested, Value
+from ..calculus.ir import Groups, Lift, Nested, Value, product
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 
@@ -150,11 +150,7 @@ class SubqueryValues:
     def add_columns(self, state, base: Sequence, group: Sequence[str]):
         """One state column per nested aggregate: its value once per state row."""
         lifts = self.lifts()
-        rows = [Groups(normalize(_product(list(base) + lifts), group=tuple(group)))] if group else []
+        rows = [Groups(normalize(product(list(base) + lifts), group=tuple(group)))] if group else []
         for i, a in enumerate(self.nested()):
             needed = [l for l in lifts if l.var in a.inputs]
             self.columns[a.var] = state.add(f"q{i}", rows + needed, [a, Value(Scalar.var(a.var))])
-
-
-def _product(atoms):
-    return atoms[0] if len(atoms) == 1 else Mul(tuple(atoms))
