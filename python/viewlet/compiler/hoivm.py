@@ -36,7 +36,7 @@ class Compiler:
 
     # -- entry point -------------------------------------------------------------------
     def compile(self, group: Sequence[str], columns: Dict[str, Query]) -> Program:
-        if self.caches and self.depth != 0:
+        if self.caches and (self.depth is None or self.depth >= 2):   # caches are maps
             columns = {c: with_view_caches(q) for c, q in columns.items()}
         state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
         self.program.maps[state.name] = state
