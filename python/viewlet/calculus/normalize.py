@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 from typing import Dict, Iterable, List, Sequence, Tuple
 
@@ -57,7 +59,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping))
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
@@ -269,7 +271,15 @@ def _fold_constant(atom: Atom):
 
 
 def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] | None:
-    """x = y between two variables (or x := y) lets one variable replace the other."""
+    """x = y between two variables (or x := y) lets one variable replace the other; so do
+    two nested aggregates x := Q and y := Q of the same query (a subquery used twice)."""
+    if isinstance(atom, Nested):
+        twin = next((a for a in atoms if isinstance(a, Nested) and a is not atom
+                     and a.var != atom.var and (a.null_safe, a.cached) == (atom.null_safe, atom.cached)
+                     and same_query(a.query, atom.query)), None)
+        if twin is not None and atom.var not in keep:
+            return {atom.var: twin.var}
+        return None
     if isinstance(atom, Cond):
         node = atom.pred.ast
         if isinstance(node, exp.EQ) and isinstance(node.left, exp.Column) \
@@ -297,6 +307,18 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
         if src not in keep:
             return {src: atom.var}
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(query: Query):
+    from ..compiler.canonical import canonicalize     # (compiler.canonical imports this module)
+    return canonicalize(query)
+
+
+def same_query(a: Query, b: Query) -> bool:
+    """a and b are the same query up to the names of their private variables (their group
+    variables, the inputs of a nested query, named alike)."""
+    return a == b or (a.group == b.group and _canonical(a) == _canonical(b))
 
 
 _KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,

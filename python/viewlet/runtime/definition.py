@@ -23,10 +23,11 @@ class CompiledView:
     depth: Optional[int]
 
 
-def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int]) -> CompiledView:
+def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
+                       caches: bool = False) -> CompiledView:
     with fresh_names():
         spec = translate(sql, resolver)
-        program = compile_view(spec.group, spec.columns, depth)
+        program = compile_view(spec.group, spec.columns, depth, caches=caches)
     return CompiledView(spec, program, depth)
 
 
