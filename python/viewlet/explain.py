@@ -19,6 +19,8 @@ def explain_program(name: str, sql: str, program: Program) -> str:
              f"  query: {' '.join(sql.split())}", "", "Maps:"]
     for m in program.maps.values():
         role = "view state" if m.name == program.view_map else f"order-{m.level} delta map"
+        if m.cache:
+            role = f"view cache: order-{m.level} map of a nested query by its input variables"
         lines.append(f"  {m.name}[{', '.join(m.keys)}]  ({role})")
         for col, q in m.values.items():
             label = "" if col == "__v" else f".{col}"

@@ -34,8 +34,8 @@ def _view_dirs(vl):
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
     ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN()"),
-    ("SELECT r.a FROM r LEFT JOIN s ON r.b = s.b", "LEFT"),
-    ("SELECT r.a, (SELECT COUNT(*) FROM s) AS n FROM r", "subquery"),
+    ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
+    ("SELECT r.a, SUM((SELECT COUNT(*) FROM s)) AS n FROM r GROUP BY r.a", "subquery inside an aggregate"),
     ("SELECT r.a, rand() FROM r", "rand"),
     ("SELECT SUM(r.a) OVER (PARTITION BY r.b) FROM r", "window"),
 ])

@@ -17,10 +17,12 @@ SCHEMAS = {
     "t": pa.schema([("e", pa.int32()), ("g", pa.int32()), ("h", pa.string())]),
 }
 NULLABLE = {"r": {"b", "c", "d"}, "s": {"f"}, "t": {"g"}}
+# NULL-heavy variant: NULLs in every column but r.a (join keys included), a third of them
+NULL_HEAVY = {"r": {"b", "c", "d"}, "s": {"b", "e", "f"}, "t": {"e", "g", "h"}}
 
 
-def _value(rng: random.Random, table: str, col: str):
-    if col in NULLABLE[table] and rng.random() < 0.15:
+def _value(rng: random.Random, table: str, col: str, nullable=None, rate=0.15):
+    if col in (nullable or NULLABLE)[table] and rng.random() < rate:
         return None
     if col in ("a", "b"):
         return rng.randint(0, 4)
@@ -36,8 +38,10 @@ def _value(rng: random.Random, table: str, col: str):
 
 
 class Workload:
-    def __init__(self, root: str, seed: int, rows: int = 12):
+    def __init__(self, root: str, seed: int, rows: int = 12, null_heavy: bool = False):
         self.rng = random.Random(seed)
+        self.nullable, self.null_rate = (NULL_HEAVY, 0.33) if null_heavy else (NULLABLE, 0.15)
+        self.updates = 0
         self.paths: Dict[str, str] = {}
         for name, schema in SCHEMAS.items():
             path = os.path.join(root, name)
@@ -47,7 +51,8 @@ class Workload:
 
     def _rows(self, table: str, n: int) -> pa.Table:
         schema = SCHEMAS[table]
-        data = [{c: _value(self.rng, table, c) for c in schema.names} for _ in range(n)]
+        data = [{c: _value(self.rng, table, c, self.nullable, self.null_rate) for c in schema.names}
+                for _ in range(n)]
         return pa.Table.from_pylist(data, schema=schema)
 
     def current(self, table: str) -> list:
@@ -78,6 +83,11 @@ class Workload:
                     DeltaTable(path).delete(pred)
                 elif op == "update" and existing:
                     col, expr = {"r": ("c", "c + 1"), "s": ("f", "f - 0.5"), "t": ("g", "g + 1")}[table]
+                    if self.null_rate > 0.15:
+                        # a value no row had: delta-rs (1.6) drops the change-feed rows of an
+                        # UPDATE whose new row equals another updated row's old one
+                        self.updates += 1
+                        expr = f"{100 + self.updates}" + (".25" if col in ("c", "f") else "")
                     key = "a" if table == "r" else "e"
                     v = self.rng.choice(existing)[key]
                     DeltaTable(path).update(updates={col: expr},
@@ -85,10 +95,12 @@ class Workload:
         return tables
 
 
-def registered_workload(spark, root: str, seed: int, rows: int = 12) -> "Workload":
-    """A Workload whose tables r, s and t are registered under those names."""
+def registered_workload(spark, root: str, seed: int, rows: int = 12,
+                        null_heavy: bool = False) -> "Workload":
+    """A Workload whose tables r, s and t are registered under those names (`null_heavy`:
+    NULLs in join keys too, a third of the values)."""
     import viewlet
-    work = Workload(root, seed, rows)
+    work = Workload(root, seed, rows, null_heavy)
     for name, path in work.paths.items():
         viewlet.register_table(spark, name, path, replace=True)
     return work

@@ -12,7 +12,7 @@ evaluated only for those inputs instead of over its whole range.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product as cartesian
 
 from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Mul, Nested, Query,
@@ -60,7 +60,7 @@ def binds_inputs(query: Query) -> bool:
 def _with_query(atom, query: Query):
     if isinstance(atom, Groups):
         return Groups(query)
-    return Nested(atom.var, query, atom.null_safe)
+    return replace(atom, query=query)
 
 
 def _delta_nested(atom, table: str) -> Expr:

@@ -97,6 +97,7 @@ class Nested:
     var: str
     query: "Query"
     null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
+    cached: bool = False               # its query is kept as a view cache (compiler/caches.py)
 
     def free_vars(self):
         return frozenset({self.var}) | frozenset(self.query.group)
@@ -161,6 +162,12 @@ Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups]
 Expr = Union[Atom, Const, Sum, Add, Mul]
 ZERO = Const(0)
 ONE = Const(1)
+
+
+def product(factors) -> "Expr":
+    """The product of a non-empty list of factors (the factor itself when there is one)."""
+    factors = tuple(factors)
+    return factors[0] if len(factors) == 1 else Mul(factors)
 
 
 def relation_atoms(atoms):

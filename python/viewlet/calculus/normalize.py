@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 from typing import Dict, Iterable, List, Sequence, Tuple
 
@@ -18,6 +20,8 @@ from sqlglot import exp
 
 from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
                  Mul, Nested, Query, Rel, Sum, Value)
+from .nulls import always_true, is_null, never_true
+from .scalar import Scalar
 
 _global_fresh = itertools.count()
 _fresh: contextvars.ContextVar = contextvars.ContextVar("viewlet_fresh_names", default=None)
@@ -55,7 +59,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping))
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
@@ -136,6 +140,11 @@ def simplify_monomial(mono: Monomial, keep: frozenset) -> Monomial | None:
     changed = True
     while changed:
         changed = False
+        propagated = _propagate_constants(atoms, keep)
+        if propagated is not None:
+            atoms = propagated
+            changed = True
+            continue
         for i, atom in enumerate(atoms):
             folded = _fold_constant(atom)
             if folded is not None:
@@ -180,10 +189,69 @@ def _project_unused_columns(atoms, keep: frozenset):
     return out
 
 
+def _propagate_constants(atoms: List[Atom], keep: frozenset):
+    """Partial evaluation of constant assignments: for `x := c` (c without variables, e.g. an
+    outer join's NULL padding), c replaces x in the monomial's conditions, values and other
+    assignments, a nested aggregate correlated by `=` on a NULL input is 0 (no row matches
+    NULL), and the assignment goes once nothing else reads x. None when nothing changes."""
+    constants: Dict[str, Lift] = {}
+    defined: Dict[str, int] = {}
+    for a in atoms:
+        if isinstance(a, Lift):
+            defined[a.var] = defined.get(a.var, 0) + 1
+            if not a.expr.vars:
+                constants[a.var] = a
+    constants = {v: a for v, a in constants.items() if defined[v] == 1}
+    if not constants:
+        return None
+    values = {v: a.expr for v, a in constants.items()}
+    out: List[Atom] = []
+    changed = False
+    for a in atoms:
+        new = a
+        if isinstance(a, Cond) and a.pred.vars & values.keys():
+            new = Cond(a.pred.substitute(values))
+        elif isinstance(a, Value) and a.expr.vars & values.keys():
+            new = Value(a.expr.substitute(values))
+        elif isinstance(a, Lift) and a.expr.vars & values.keys():
+            new = Lift(a.var, a.expr.substitute(values))
+        elif isinstance(a, Nested) and not a.null_safe and any(
+                is_null(values[g].ast) for g in a.inputs if g in values) and _binds_inputs(a.query):
+            new = Lift(a.var, Scalar(exp.Literal.number(0)))
+        changed = changed or new is not a
+        out.append(new)
+    used = frozenset().union(*(a.free_vars() - ({a.var} if isinstance(a, Lift) else set())
+                               for a in out))
+    kept = [a for a in out if not (isinstance(a, Lift) and a.var in constants
+                                   and a.var not in keep and a.var not in used)]
+    return kept if changed or len(kept) != len(out) else None
+
+
+def _binds_inputs(query: Query) -> bool:
+    """Every monomial binds the query's inputs through relation, batch or map atoms (so the
+    lowering correlates them with SQL `=`)."""
+    for m in query.monomials:
+        bound = set()
+        for a in m.atoms:
+            if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups)):
+                bound |= set(a.vars)
+        if not set(query.group) <= bound:
+            return False
+    return True
+
+
 def _fold_constant(atom: Atom):
-    """The numeric value of a constant atom, or None if it depends on variables."""
+    """The numeric value of a constant atom, or None if it depends on variables. Conditions
+    that can never be true (NULL compared) are 0, values that are surely NULL add nothing."""
     if isinstance(atom, Const):
         return atom.value
+    if isinstance(atom, Cond):
+        if never_true(atom.pred.ast):
+            return 0
+        if always_true(atom.pred.ast):
+            return 1
+    if isinstance(atom, Value) and is_null(atom.expr.ast):
+        return 0
     if isinstance(atom, Value) and not atom.expr.vars:
         lit = atom.expr.ast
         if isinstance(lit, exp.Literal) and not lit.is_string:
@@ -203,13 +271,28 @@ def _fold_constant(atom: Atom):
 
 
 def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] | None:
-    """x = y between two variables (or x := y) lets one variable replace the other."""
+    """x = y between two variables (or x := y) lets one variable replace the other; so do
+    two nested aggregates x := Q and y := Q of the same query (a subquery used twice)."""
+    if isinstance(atom, Nested):
+        twin = next((a for a in atoms if isinstance(a, Nested) and a is not atom
+                     and a.var != atom.var and (a.null_safe, a.cached) == (atom.null_safe, atom.cached)
+                     and same_query(a.query, atom.query)), None)
+        if twin is not None and atom.var not in keep:
+            return {atom.var: twin.var}
+        return None
     if isinstance(atom, Cond):
         node = atom.pred.ast
         if isinstance(node, exp.EQ) and isinstance(node.left, exp.Column) \
                 and isinstance(node.right, exp.Column):
             a, b = node.left.name, node.right.name
             if a == b:
+                return None
+            # x := e with x = y stays a test: one name would make it `y <=> e`, and SQL `=`
+            # never matches NULL (x := y itself is inlined first, then x = y may unify).
+            if any(isinstance(o, Lift) and o.var in (a, b) for o in atoms):
+                return None
+            # a GROUP BY group's key joins with <=> (NULL is a group): x = y stays a test
+            if any(isinstance(o, Groups) and {a, b} & set(o.vars) for o in atoms):
                 return None
             if b not in keep:
                 return {b: a}
@@ -224,6 +307,18 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
         if src not in keep:
             return {src: atom.var}
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(query: Query):
+    from ..compiler.canonical import canonicalize     # (compiler.canonical imports this module)
+    return canonicalize(query)
+
+
+def same_query(a: Query, b: Query) -> bool:
+    """a and b are the same query up to the names of their private variables (their group
+    variables, the inputs of a nested query, named alike)."""
+    return a == b or (a.group == b.group and _canonical(a) == _canonical(b))
 
 
 _KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,

@@ -14,24 +14,30 @@ and aggregation pushdown into the maps, and duplicate-map elimination.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.delta import delta
-from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from ..calculus.ir import (Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel,
+                           Value, walk_atoms)
 from ..calculus.normalize import normalize, simplify
+from .caches import with_view_caches
 from .canonical import canonicalize
 from .program import VALUE, MapDef, Program, Statement
 
 
 class Compiler:
-    def __init__(self, depth: Optional[int], view_map: str = "view_state"):
+    def __init__(self, depth: Optional[int], view_map: str = "view_state", caches: bool = False):
         self.depth = depth
+        self.caches = caches
         self.program = Program(view_map=view_map, depth=depth)
         self._by_canonical: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
         self._counter = 0
 
     # -- entry point -------------------------------------------------------------------
     def compile(self, group: Sequence[str], columns: Dict[str, Query]) -> Program:
+        if self.caches and (self.depth is None or self.depth >= 2):   # caches are maps
+            columns = {c: with_view_caches(q) for c, q in columns.items()}
         state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
         self.program.maps[state.name] = state
         if self.depth == 0:
@@ -88,6 +94,14 @@ class Compiler:
     def _materialize_inner(self, atom, level: int):
         query = atom.query
         monos = []
+        if isinstance(atom, Nested) and atom.cached:
+            # a view cache: the query as of batch start is one map keyed by the inputs; the
+            # batch's part (monomials reading the batch) is materialized as usual below
+            before = [m for m in query.monomials if not _reads_batch(m)]
+            if before:
+                monos.append(Monomial(1, (self._map_for(Query(query.group, tuple(before)),
+                                                        level + 1, cache=True),)))
+            query = Query(query.group, tuple(m for m in query.monomials if _reads_batch(m)))
         for m in query.monomials:
             bound = frozenset().union(*(a.free_vars() for a in m.atoms
                                         if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
@@ -95,13 +109,14 @@ class Compiler:
             monos.append(self._materialize(m, query.group, level, free_inputs))
         inner = Query(query.group, simplify(monos, keep=query.group))
         if isinstance(atom, Nested):
-            return Nested(atom.var, inner, atom.null_safe)
+            return replace(atom, query=inner)
         return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
-    def _map_for(self, definition: Query, level: int) -> MapRef:
+    def _map_for(self, definition: Query, level: int, cache: bool = False) -> MapRef:
         text, canonical_keys = canonicalize(definition)
         if text in self._by_canonical:
             name, _ = self._by_canonical[text]
+            self.program.maps[name].cache |= cache
             return MapRef(name, canonical_keys)
         self._counter += 1
         rels = "_".join(sorted({a.table.split("/")[-1].split(".")[-1] for m in definition.monomials
@@ -109,7 +124,7 @@ class Compiler:
         name = f"m{self._counter}_{_safe(rels)}"[:60]
         ordered = Query(canonical_keys, definition.monomials)
         self._by_canonical[text] = (name, canonical_keys)
-        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level)
+        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level, cache)
         self._compile_column(name, VALUE, ordered, level)
         return MapRef(name, canonical_keys)
 
@@ -184,6 +199,10 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
     return components, outside
 
 
+def _reads_batch(mono: Monomial) -> bool:
+    return any(isinstance(a, (DeltaRel, Domain)) for a in walk_atoms(Query((), (mono,))))
+
+
 def _product(atoms):
     from ..calculus.ir import Mul
     return atoms[0] if len(atoms) == 1 else Mul(tuple(atoms))
@@ -193,5 +212,6 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text) or "q"
 
 
-def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int]) -> Program:
-    return Compiler(depth).compile(group, columns)
+def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
+                 caches: bool = False) -> Program:
+    return Compiler(depth, caches=caches).compile(group, columns)

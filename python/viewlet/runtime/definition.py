@@ -25,10 +25,11 @@ class CompiledView:
     cache: Dict = field(default_factory=dict, repr=False, compare=False)
 
 
-def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int]) -> CompiledView:
+def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
+                       caches: bool = False) -> CompiledView:
     with fresh_names():
         spec = translate(sql, resolver)
-        program = compile_view(spec.group, spec.columns, depth)
+        program = compile_view(spec.group, spec.columns, depth, caches=caches)
     return CompiledView(spec, program, depth)
 
 
@@ -112,7 +113,8 @@ def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
             hidden.append(name)
             keys.append([name, gi])
     return {"columns": columns, "keys": keys, "hidden": hidden,
-            "bag": not spec.is_aggregate, "global": spec.is_aggregate and not spec.group}
+            "bag": not spec.is_aggregate and not spec.distinct,
+            "global": spec.is_aggregate and not spec.group}
 
 
 __all__ = ["CompiledView", "compile_definition", "StoredTables", "RecordingResolver",

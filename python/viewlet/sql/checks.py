@@ -7,9 +7,15 @@ from sqlglot import exp
 
 from ..errors import UnsupportedSQL
 
+# Functions whose value changes between evaluations (Spark marks the time and session ones
+# deterministic within one query, but a view is re-evaluated over time). Spark's own
+# determinism flags are checked again at CREATE (runtime/determinism.py: UDFs).
 _NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
                      "current_date", "curdate", "localtimestamp", "monotonically_increasing_id",
-                     "spark_partition_id", "input_file_name", "current_timezone", "unix_timestamp"}
+                     "spark_partition_id", "input_file_name", "current_timezone", "current_user",
+                     "user", "session_user", "current_database", "current_schema",
+                     "current_catalog", "try_reflect", "reflect", "java_method"}
+_NONDETERMINISTIC_WITHOUT_ARGS = {"unix_timestamp"}       # unix_timestamp(x) is a conversion
 
 
 def position_of(node: Optional[exp.Expression]) -> Optional[int]:
@@ -29,24 +35,22 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     if tree.args.get("with") is not None or tree.args.get("with_") is not None:
         fail("a WITH clause (common table expressions)", tree,
              "Inline the subquery or create an incremental view for it.")
-    if tree.args.get("distinct") is not None:
-        fail("SELECT DISTINCT", tree)
     if tree.args.get("order") is not None:
         fail("ORDER BY", tree.args["order"],
              "A view is an unordered relation: order when you query it.")
     if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
         fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
              "Apply the limit when you query the view.")
-    allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from")] + \
-        list(tree.args.get("joins") or [])
+    allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from"),
+               tree.args.get("having"), tree.args.get("group")] + \
+        list(tree.args.get("joins") or []) + list(tree.expressions)
     for node in _outside_subqueries(tree):
         if node is tree:
             continue
         if isinstance(node, (exp.Select, exp.Subquery, exp.Exists)):
             if not any(a is not None and _within(node, a) for a in allowed):
-                fail("a subquery outside WHERE", node,
-                     "Subqueries are supported in WHERE (scalar, EXISTS, IN) and in FROM; "
-                     "in SELECT, GROUP BY and HAVING not yet.")
+                fail("a subquery in this clause", node,
+                     "Subqueries are supported in SELECT, FROM, WHERE, GROUP BY and HAVING.")
             continue
         if isinstance(node, exp.Filter):
             fail("FILTER (WHERE ...) on an aggregate", node,
@@ -61,7 +65,9 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             fail(f"{node.key.upper()}()", node, "MIN and MAX are not maintained yet.")
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)):
+            no_args = not any(True for _ in node.iter_expressions())
+            if name in _NONDETERMINISTIC or isinstance(node, (exp.Rand, exp.Randn)) or (
+                    name in _NONDETERMINISTIC_WITHOUT_ARGS and no_args):
                 fail(f"the non-deterministic function {name}()", node,
                      "A view must be a deterministic function of its tables.")
 

@@ -14,11 +14,17 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..calculus.ir import Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value, product
 from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
+from . import setops
+from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
+                    star_with_using)
+from .quantified import rewrite_quantified
+from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
+                                push_not, subquery_nodes)
 from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
@@ -51,6 +57,12 @@ class ViewSpec:
     is_aggregate: bool
     from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
     var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
+    distinct: bool = False                 # no aggregates, one row per distinct output row
+    # subqueries in SELECT / HAVING (sql/select_subqueries.py): placeholders in the outputs,
+    # the state column of each nested aggregate they read, and a query Spark types them with
+    subqueries: List[SubqueryValue] = field(default_factory=list)
+    value_columns: Dict[str, str] = field(default_factory=dict)
+    subquery_probe: Optional[str] = None
 
 
 class _Instance:
@@ -93,6 +105,9 @@ class _Translator:
         self.resolver = resolver
         self.outer = outer                          # enclosing query of a subquery
         self.instances: List[_Instance] = []
+        self.joins: List[Join] = []                 # the joins after the first FROM item
+        self.using: Dict[str, str] = {}             # USING column (lower) -> its variable
+        self._joins_unified = False
         if outer is None:
             self.relation_names: Dict[str, str] = {}    # table id -> relation name
             self.tables: Dict[str, TableInfo] = {}
@@ -100,11 +115,15 @@ class _Translator:
             self.var_columns: Dict[str, Tuple[str, str]] = {}
             self.nullable: Dict[str, bool] = {}
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
+            self.assigned: set = set()                 # variables bound by an assignment
+            self.var_types: Dict[str, str] = {}         # known types of non-column variables
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
             self.nullable = outer.nullable
             self.group_keys = outer.group_keys
+            self.assigned = outer.assigned
+            self.var_types = outer.var_types
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -138,6 +157,10 @@ class _Translator:
 
     def column_var(self, col: exp.Column) -> str:
         name, qual = col.name, col.table
+        if qual == VAR_QUALIFIER:
+            return self.find(name)
+        if not qual and name.lower() in self.using:
+            return self.find(self.using[name.lower()])
         if qual:
             matches = [i for i in self.instances if i.alias.lower() == qual.lower()]
             if not matches and self.outer is not None:
@@ -198,13 +221,15 @@ class _Translator:
         return Scalar(node.copy().transform(swap))
 
     def is_nullable(self, node: exp.Expression) -> bool:
-        """Conservative: only arithmetic over non-NULL columns and literals is non-NULL."""
+        """Conservative: only arithmetic over non-NULL columns and literals is non-NULL
+        (a column an outer join pads is nullable)."""
         safe = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren,
                 exp.Identifier, exp.Cast)
         for n in node.walk():
             if not isinstance(n, safe):
                 return True
-            if isinstance(n, exp.Column) and self.nullable.get(self.column_var(n), True):
+            if isinstance(n, exp.Column) and (self.nullable.get(self.column_var(n), True)
+                                              or self.is_padded(self.column_var(n))):
                 return True
             if isinstance(n, exp.Literal) and n.this is None:
                 return True
@@ -222,9 +247,14 @@ class _Translator:
                                     f"{err.get('description', e)}", err.get("start")) from None
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
+        return self._translate_select(setops.as_select(tree, self.fail))
+
+    def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
+        tree = rewrite_quantified(tree, self.sql, self._table_columns)
         reject_unsupported(tree, self.sql)
+        distinct = tree.args.get("distinct") is not None
 
         from_ = tree.args.get("from_") or tree.args.get("from")
         if from_ is None:
@@ -249,16 +279,28 @@ class _Translator:
             for col in outer_columns(node):
                 if not isinstance(col.this, exp.Star):
                     self.column_var(col)
-        has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
+        has_aggs = any(isinstance(n, exp.AggFunc) for s in selects for n in outer_nodes(s)) \
+            or tree.args.get("having") is not None
         if group_items or has_aggs:
-            return self._aggregate_view(tree, selects, group_items, conds)
-        return self._spj_view(tree, selects, conds)
+            spec = self._aggregate_view(tree, selects, group_items, conds)
+            keys_out = {next(iter(o.expr.vars)) for o in spec.outputs if o.expr.is_var()}
+            if distinct and not set(spec.group) <= keys_out:
+                # groups may repeat an output row: DISTINCT over the aggregate as a subquery
+                return _Translator(self.sql, self.resolver)._translate_select(
+                    setops.distinct_as_subquery(tree))
+            return spec
+        return self._spj_view(tree, selects, conds, distinct)
+
+    def _table_columns(self, table: exp.Table) -> List[str]:
+        return [c.name for c in self.resolver.resolve([p.name for p in table.parts]).columns]
 
     def _add_source(self, node):
         if isinstance(node, exp.Table):
             self.add_table(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             self._add_derived(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
+            self._add_union(node)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
                       "Only base tables and subqueries are supported in FROM so far.")
@@ -271,10 +313,12 @@ class _Translator:
         if not alias:
             self.fail("a subquery in FROM without an alias", node)
         aggregating = select.args.get("group") is not None or any(
-            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s))
-        if select.args.get("having") is not None or select.args.get("distinct") is not None:
-            self.fail("HAVING / DISTINCT in a subquery in FROM", node,
-                      "Filter the subquery's groups in the enclosing WHERE.")
+            isinstance(n, exp.AggFunc) for s in select.expressions for n in outer_nodes(s)) \
+            or select.args.get("having") is not None
+        distinct = select.args.get("distinct") is not None
+        if distinct and aggregating and not _distinct_is_noop(select):
+            return self._add_derived(exp.Subquery(this=setops.distinct_as_subquery(select),
+                                                  alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
         child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
@@ -293,8 +337,13 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
-        if aggregating:
+        if distinct and not aggregating:
+            self._distinct_derived(select, child, conds, derived)
+            aggregating = True
+        elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
+        if aggregating:
+            self._column_aliases(derived, node)
             if any(i.alias.lower() == alias.lower() for i in self.instances):
                 self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
             self.instances.append(derived)
@@ -313,28 +362,32 @@ class _Translator:
                 self.parent[var] = var
                 self.nullable[var] = True
                 derived.lifts.append((var, inner))
+                self.assigned.add(var)
             derived.add(name, var, self.nullable.get(var, True))
+        self._column_aliases(derived, node)
         if any(i.alias.lower() == alias.lower() for i in self.instances):
             self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
         self.instances.append(derived)
 
-    def _add_join(self, join: exp.Join, predicates):
-        side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-        if (join.args.get("method") or "").upper() == "NATURAL":
-            self.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
-        if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI", "NATURAL"):
-            self.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
-                      "Only inner and cross joins are supported so far.")
-        self._add_source(join.this)
-        if join.args.get("on") is not None:
-            predicates.append(join.args["on"])
-        for ident in join.args.get("using") or []:
-            right = self.instances[-1].alias
-            left = [i for i in self.instances[:-1] if i.table.column(ident.name) is not None]
-            if len(left) != 1:
-                self.fail(f"USING ({ident.name}) with {len(left)} matching tables on the left", join)
-            predicates.append(exp.EQ(this=exp.column(ident.name, table=left[0].alias),
-                                     expression=exp.column(ident.name, table=right)))
+    def _column_aliases(self, derived, node: exp.Subquery):
+        """`(subquery) AS x (c1, c2, ...)`: the subquery's columns renamed in order."""
+        alias = node.args.get("alias")
+        names = [c.name for c in (alias.args.get("columns") or [])] if alias is not None else []
+        if not names:
+            return
+        old = derived.table.columns
+        if len(names) != len(old):
+            self.fail(f"{len(names)} column aliases for the {len(old)} columns of subquery "
+                      f"'{derived.alias}'", alias)
+        pairs = [(n, derived.vars[c.name.lower()], c.nullable) for n, c in zip(names, old)]
+        derived.table.columns, derived.vars = [], {}
+        for name, var, nullable in pairs:
+            derived.add(name, var, nullable)
+
+    def _add_join(self, join: exp.Join, predicates=None):
+        """Record a join (sql/joins.py). Its ON conditions stay with it: an outer join needs
+        them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
+        record_join(self, join)
 
     def _aggregating_derived(self, node, select, child, conds, derived):
         """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
@@ -374,11 +427,101 @@ class _Translator:
             self.parent[var] = var
             self.nullable[var] = True
             sub.atoms.append(Lift(var, Scalar(value)))
+            self.assigned.add(var)
             derived.add(name, var, True)
+        if select.args.get("having") is not None:
+            sub.atoms.append(Cond(Scalar(self._group_filter(select.args["having"].this, child, base,
+                                                            group_vars, sub))))
         derived.fixed_atoms = atoms + sub.atoms
 
+    def _group_filter(self, node, child, base, group_vars, sub) -> exp.Expression:
+        """A FROM subquery's HAVING over its groups' nested aggregates and keys."""
+        if isinstance(node, exp.AggFunc):
+            return sub._aggregates(child, base, node)
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            var = child.column_var(node)
+            if var not in group_vars:
+                child.fail(f"column '{node.sql()}' in HAVING: neither a GROUP BY column nor "
+                           "inside an aggregate", node)
+            return exp.column(var, quoted=True)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            child.fail("a subquery in the HAVING of a subquery in FROM", node)
+        new = node.copy()
+        for k, v in node.args.items():
+            if isinstance(v, exp.Expression):
+                new.set(k, self._group_filter(v, child, base, group_vars, sub))
+            elif isinstance(v, list):
+                new.set(k, [self._group_filter(x, child, base, group_vars, sub)
+                            if isinstance(x, exp.Expression) else x for x in v])
+        return new
+
+    def _distinct_derived(self, select, child, conds, derived):
+        setops.distinct_derived(self, select, child, conds, derived)
+
+    def _add_union(self, node: exp.Subquery):
+        setops.add_union(self, node)
+
+    def var_type(self, var: str) -> Optional[str]:
+        """The Spark type of a variable when the front end knows it (a column's)."""
+        var = self.find(var)
+        if var in self.var_types:
+            return self.var_types[var]
+        if var in self.var_columns:
+            rel, col = self.var_columns[var]
+            info = self.tables[rel].column(col) if rel in self.tables else None
+            return info.type.lower() if info is not None and info.type else None
+        return None
+
+    def _unify_joins(self):
+        """The joins' ON conditions, unified like WHERE's (once, before anything reads a
+        variable's name)."""
+        if self._joins_unified:
+            return
+        self._joins_unified = True
+        for j in self.joins:
+            if j.on is None:
+                continue
+            agg = next((n for n in outer_nodes(j.on) if isinstance(n, exp.AggFunc)), None)
+            if agg is not None:
+                self.fail("an aggregate in ON", agg, "Filter on aggregates with HAVING.")
+            if j.kind in OUTER and has_subquery(j.on):
+                self.fail(f"a subquery in the ON condition of a {j.kind.upper()} JOIN",
+                          next(n for n in j.on.walk() if isinstance(n, (exp.Subquery, exp.Select,
+                                                                       exp.Exists))),
+                          "Move it to WHERE or into a subquery in FROM.")
+            j.conds = self._unify([j.on])
+
+    def is_padded(self, var: str) -> bool:
+        """Whether an outer join of this query (or an enclosing one) may pad the variable."""
+        var = self.find(var)
+        scope = self
+        while scope is not None:
+            if scope.joins and scope.instances:
+                for src in padded_sources(scope.joins, scope.instances[0]):
+                    if var in scope.instance_vars(src):
+                        return True
+                for k, j in enumerate(scope.joins):       # FULL ... USING columns
+                    if any(scope.find(v) == var for v, _ in j.merged):
+                        return any(later.kind in ("right", "full") for later in scope.joins[k + 1:])
+            scope = scope.outer
+        return False
+
+    def instance_vars(self, inst) -> List[str]:
+        """The variables a FROM item binds for its columns (an outer join pads these)."""
+        return list(dict.fromkeys(self.find(v) for v in inst.vars.values()))
+
+    def null_of(self, var: str) -> Scalar:
+        """A NULL of the variable's column type (the padding of an outer join)."""
+        typ = self.var_type(var)
+        if typ is None:
+            return Scalar(exp.Null())
+        return Scalar(exp.cast(exp.Null(), exp.DataType.build(typ, dialect="spark")))
+
     def _unify(self, predicates) -> List[exp.Expression]:
-        """Equalities between two columns unify their variables; the rest stay conditions."""
+        """Equalities between two columns unify their variables; the rest stay conditions.
+        Columns an outer join pads keep their own variables (the equality stays a condition):
+        a padded NULL must never equal a column."""
+        self._unify_joins()
         rest = []
         for pred in predicates:
             for c in conjuncts(pred):
@@ -388,6 +531,10 @@ class _Translator:
                     if a != b and (a in self.group_keys or b in self.group_keys):
                         # a FROM subquery's NULL group exists, but `=` never joins NULL
                         rest.append(exp.Not(this=exp.Is(this=c.left.copy(), expression=exp.Null())))
+                    if a != b and (self.is_padded(a) or self.is_padded(b)
+                                   or a in self.assigned or b in self.assigned):
+                        rest.append(c)          # see calculus.normalize._unifier
+                        continue
                     if a != b and self.outer is not None:
                         outer = self.outer_vars()
                         if a in outer and b in outer:
@@ -405,7 +552,10 @@ class _Translator:
     def _expand_star(self, selects):
         out = []
         for s in selects:
-            if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and isinstance(s.this, exp.Star)):
+            if isinstance(s, exp.Star) and any(j.using for j in self.joins):
+                out += star_with_using(self)
+            elif isinstance(s, exp.Star) or (isinstance(s, exp.Column)
+                                             and isinstance(s.this, exp.Star)):
                 qual = s.table if isinstance(s, exp.Column) else ""
                 for inst in self.instances:
                     if qual and inst.alias.lower() != qual.lower():
@@ -440,25 +590,31 @@ class _Translator:
         return items
 
     def _base_atoms(self, conds) -> List:
+        """The query's FROM and WHERE as factors (see sql/joins.py for outer joins)."""
+        self._unify_joins()
         # Predicates first: a subquery's correlated references add columns to our tables.
         preds: List = []
         for c in conds:
             preds += self.predicate_atoms(c)
-        atoms: List = []
-        for inst in self.instances:
-            if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
-                from ..calculus.normalize import rename_atom
-                atoms += [rename_atom(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
-                          for a in inst.fixed_atoms]
-                continue
-            if isinstance(inst, _Derived):
-                atoms += inst.child._base_atoms(inst.conds)
-                atoms += [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
-                continue
-            cols = tuple(sorted(inst.vars))
-            atoms.append(Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
-                             tuple(self.find(inst.vars[c]) for c in cols)))
-        return atoms + preds
+        join_atoms = []
+        for j in self.joins:
+            atoms: List = []
+            for c in j.conds:
+                atoms += self.predicate_atoms(c)
+            join_atoms.append(atoms)
+        return from_atoms(self, join_atoms) + preds
+
+    def source_atoms(self, inst) -> List:
+        """The atoms of one FROM item."""
+        if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
+            return [_rename(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
+                    for a in inst.fixed_atoms]
+        if isinstance(inst, _Derived):
+            return inst.child._base_atoms(inst.conds) + \
+                [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
+        cols = tuple(sorted(inst.vars))
+        return [Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
+                    tuple(self.find(inst.vars[c]) for c in cols))]
 
     def predicate_atoms(self, pred: exp.Expression) -> List:
         if not has_subquery(pred):
@@ -471,8 +627,20 @@ class _Translator:
         group_vars: List[str] = []
         lifts: List[Lift] = []
         group_map: Dict[str, str] = {}          # scalar key of the group expression -> var
+        having = tree.args.get("having")
+        values = SubqueryValues(self)
+        # Subqueries first: their correlated columns join the tables' atoms.
+        grouped_subqueries = set()             # GROUP BY items with subqueries: not keys
+        for node in selects + group_items:
+            for sub in subquery_nodes(node):
+                values.placeholder(sub)
+        for sub in subquery_nodes(having.this) if having is not None else []:
+            values.placeholder(sub, value=False)
         for g in group_items:
-            if g.find(exp.AggFunc):
+            if has_subquery(g):
+                grouped_subqueries.add(g.sql(dialect="spark"))
+                continue
+            if any(isinstance(n, exp.AggFunc) for n in outer_nodes(g)):
                 self.fail("an aggregate in GROUP BY", g)
             s = self.to_scalar(g)
             if s.key in group_map:
@@ -488,12 +656,33 @@ class _Translator:
 
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
-        state.add(COUNT_COLUMN, base, [])
+        self._rows = COUNT_COLUMN
+        if values.values and not group_vars:
+            # a global aggregate's one state row must exist over no rows too: it holds the
+            # subqueries' values (the row count column carries a constant 1, `__rows` counts)
+            state.columns[COUNT_COLUMN] = normalize(Add((product(base), ONE)), group=())
+            self._rows = state.add("__rows", base, [])
+        else:
+            state.add(COUNT_COLUMN, base, [])
         aggregates: List[AggregateSpec] = []
         agg_by_sql: Dict[str, AggregateSpec] = {}
 
-        def replace(node: exp.Expression) -> exp.Expression:
-            """Output expression: aggregates -> placeholders, group expressions -> keys."""
+        def replace(node: exp.Expression, select: bool = True) -> exp.Expression:
+            """Output expression: aggregates -> placeholders, group expressions -> keys,
+            subqueries -> placeholders (`select`: in the SELECT list, else in HAVING)."""
+            if has_subquery(node) and node.sql(dialect="spark") in grouped_subqueries:
+                return values.expression(node)
+            if select and isinstance(node, exp.Not) and has_in_subquery(node) \
+                    and not is_subquery_node(node):
+                node = push_not(node)
+            if is_subquery_node(node):
+                value = values.placeholder(node, value=select)
+                if select and isinstance(node, (exp.Subquery, exp.Select)) \
+                        and values.outer_vars(value):
+                    self.fail("a correlated scalar subquery in the SELECT list of an aggregate "
+                              "query", node, "As in Spark: add it to GROUP BY (by position, e.g. "
+                              "GROUP BY g, 2) or use it inside an aggregate.")
+                return exp.column(value.placeholder, quoted=True)
             if isinstance(node, exp.AggFunc):
                 spec = self._aggregate(node, base, state, agg_by_sql, aggregates)
                 return exp.column(spec.placeholder, quoted=True)
@@ -512,9 +701,9 @@ class _Translator:
             new = node.copy()
             for k, v in list(new.args.items()):
                 if isinstance(v, exp.Expression):
-                    new.set(k, replace(node.args[k]))
+                    new.set(k, replace(node.args[k], select))
                 elif isinstance(v, list):
-                    new.set(k, [replace(x) if isinstance(x, exp.Expression) else x
+                    new.set(k, [replace(x, select) if isinstance(x, exp.Expression) else x
                                 for x in node.args[k]])
             return new
 
@@ -523,11 +712,19 @@ class _Translator:
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
             inner = s.this if isinstance(s, exp.Alias) else s
             outputs.append(OutputColumn(name, Scalar(replace(inner))))
-        having = None
-        if tree.args.get("having") is not None:
-            having = Scalar(replace(tree.args["having"].this))
+        having_expr = None
+        if having is not None:
+            having_expr = Scalar(replace(having.this, select=False))
+        outside = sorted(values.outer_vars() - set(group_vars))
+        if outside:
+            rel, col = self.var_columns.get(outside[0], ("", outside[0]))
+            self.fail(f"a subquery correlated on column {col}, which is not a GROUP BY key",
+                      None, "In an aggregate query a subquery may refer to GROUP BY keys only.")
+        values.add_columns(state, base, group_vars)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
-                        outputs, having, True, _from_sql(tree), dict(self.var_columns))
+                        outputs, having_expr, True, _from_sql(tree, group_items=group_items),
+                        dict(self.var_columns), subqueries=values.values,
+                        value_columns=values.columns, subquery_probe=_subquery_probe(tree, values))
 
     def _aggregate(self, node, base, state, agg_by_sql, aggregates) -> AggregateSpec:
         key = node.sql(dialect="spark")
@@ -535,6 +732,10 @@ class _Translator:
             return agg_by_sql[key]
         if node.find(exp.Distinct):
             self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
+        if has_subquery(node):
+            self.fail("a subquery inside an aggregate", node,
+                      "Subqueries are supported in WHERE, FROM, and outside aggregates in SELECT "
+                      "and HAVING.")
         if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
             self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
@@ -542,10 +743,10 @@ class _Translator:
         if isinstance(node, exp.Count):
             arg = node.this
             if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and arg.this is not None):
-                spec = AggregateSpec("count_star", key, placeholder, None, COUNT_COLUMN)
+                spec = AggregateSpec("count_star", key, placeholder, None, self._rows)
             else:
                 cnt = state.add(f"n{idx}", base, [Cond(self.to_scalar(exp.Not(this=exp.Is(
-                    this=arg.copy(), expression=exp.Null()))))]) if self.is_nullable(arg) else COUNT_COLUMN
+                    this=arg.copy(), expression=exp.Null()))))]) if self.is_nullable(arg) else self._rows
                 spec = AggregateSpec("count", key, placeholder, None, cnt)
         elif isinstance(node, (exp.Sum, exp.Avg)):
             arg = node.this
@@ -559,7 +760,7 @@ class _Translator:
                 values = [Add(tuple(Mul((Const(c),) + tuple(Value(self.to_scalar(f)) for f in fs))
                                     for c, fs in _linear_terms(arg)))]
             total = state.add(f"s{idx}", base, values)
-            cnt = state.add(f"n{idx}", base, not_null) if not_null else COUNT_COLUMN
+            cnt = state.add(f"n{idx}", base, not_null) if not_null else self._rows
             spec = AggregateSpec("sum" if isinstance(node, exp.Sum) else "avg", key, placeholder,
                                  total, cnt)
         else:
@@ -569,15 +770,20 @@ class _Translator:
         aggregates.append(spec)
         return spec
 
-    def _spj_view(self, tree, selects, conds) -> ViewSpec:
+    def _spj_view(self, tree, selects, conds, distinct: bool = False) -> ViewSpec:
         """A view without aggregates is a bag: state keys are the output values, the state
-        counts each distinct output row, and the result holds that many copies."""
+        counts each distinct output row, and the result holds that many copies (one with
+        DISTINCT)."""
         group_vars: List[str] = []
         lifts = []
         outputs = []
+        values = SubqueryValues(self)
         for s in selects:
             inner = s.this if isinstance(s, exp.Alias) else s
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            if has_subquery(inner):
+                outputs.append(OutputColumn(name, Scalar(values.expression(inner))))
+                continue
             sc = self.to_scalar(inner)
             if sc.is_var():
                 var = next(iter(sc.vars))
@@ -587,10 +793,15 @@ class _Translator:
             if var not in group_vars:
                 group_vars.append(var)
             outputs.append(OutputColumn(name, Scalar.var(var)))
+        # the subqueries' inputs are (hidden) keys: their values are functions of the key
+        group_vars += [v for v in sorted(values.outer_vars()) if v not in group_vars]
         state = _StateColumns(self, group_vars)
-        state.add(COUNT_COLUMN, self._base_atoms(conds) + lifts, [])
+        base = self._base_atoms(conds) + lifts
+        state.add(COUNT_COLUMN, base, [])
+        values.add_columns(state, base, group_vars)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
-                        None, False, _from_sql(tree), dict(self.var_columns))
+                        None, False, _from_sql(tree), dict(self.var_columns), distinct,
+                        values.values, values.columns, _subquery_probe(tree, values))
 
 
 class _StateColumns:
@@ -609,6 +820,32 @@ class _StateColumns:
                 return existing
         self.columns[name] = q
         return name
+
+
+def _distinct_is_noop(select: exp.Select) -> bool:
+    """SELECT DISTINCT over groups whose keys are all output columns (or one global row)."""
+    group = select.args.get("group")
+    if group is None:
+        return True
+    items = {(e.this if isinstance(e, exp.Alias) else e).sql(dialect="spark").lower()
+             for e in select.expressions}
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+    for g in group.expressions:
+        text = g.sql(dialect="spark").lower()
+        position = isinstance(g, exp.Literal) and g.is_int
+        if text not in items and text not in aliases and not position:
+            return False
+    return True
+
+
+def _rename(expr, mapping):
+    """rename_atom over sums and products of atoms too."""
+    from ..calculus.normalize import rename_atom
+    if isinstance(expr, Add):
+        return Add(tuple(_rename(t, mapping) for t in expr.terms))
+    if isinstance(expr, Mul):
+        return Mul(tuple(_rename(f, mapping) for f in expr.factors))
+    return rename_atom(expr, mapping)
 
 
 def has_subquery(node: exp.Expression) -> bool:
@@ -666,10 +903,31 @@ def _product_factors(node: exp.Expression) -> List[exp.Expression]:
     return [node]
 
 
-def _from_sql(tree: exp.Select) -> str:
+def _subquery_probe(tree: exp.Select, values: SubqueryValues) -> Optional[str]:
+    """A query whose columns are the view's output subqueries, for Spark's types of them
+    (without GROUP BY: a correlated one refers to GROUP BY keys, as it may per row)."""
+    if not values.values:
+        return None
+    items = ", ".join(f"{v.sql} AS `{v.placeholder}`" for v in values.values)
+    return f"SELECT {items} {_from_sql(tree, grouped=False)}"
+
+
+def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
+    """FROM ... WHERE ... [GROUP BY ...] of the query; GROUP BY positions and aliases are
+    written out (`group_items`), since the text gets another select list."""
     t = tree.copy()
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
+    t.set("distinct", None)
+    if not grouped:
+        t.set("group", None)
+    elif group_items is not None and t.args.get("group") is not None:
+        # a subquery item is a function of the other keys: the same groups without it
+        keys = [g.copy() for g in group_items if not has_subquery(g)]
+        if keys:
+            t.args["group"].set("expressions", keys)
+        else:
+            t.set("group", None)
     text = t.sql(dialect="spark", comments=False)
     assert text.startswith("SELECT 1 ")
     return text[len("SELECT 1 "):]

@@ -1,0 +1,84 @@
+"""A Spark-free oracle for the SQL front end: a view's rows computed from its translated state
+(the calculus queries evaluated by the reference evaluator, the result rows derived from the
+state as runtime/result.py does) against DuckDB running the view's SQL on the same rows.
+
+Used for constructs whose semantics live in the translation (outer joins, DISTINCT, UNION):
+fast enough to try many shapes and seeds; the Spark oracle (tests/spark) is the real check
+of types and the batch path."""
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from fractions import Fraction
+
+import duckdb
+
+from viewlet.calculus.evaluate import eval_scalar, evaluate
+from viewlet.calculus.scalar import Scalar
+from viewlet.sql.frontend import COUNT_COLUMN
+
+_DUCK_TYPES = {"int": "INTEGER", "bigint": "BIGINT", "string": "VARCHAR", "date": "DATE"}
+
+
+def state_rows(spec, relations):
+    """{column: {key: value}} of the view state over the relations."""
+    return {col: evaluate(q, relations=relations) for col, q in spec.columns.items()}
+
+
+def _agg_value(agg, state, key):
+    count = state[agg.count_column].get(key, 0)
+    if agg.kind in ("count", "count_star"):
+        return count
+    if count == 0:
+        return None
+    total = state[agg.sum_column].get(key, 0)
+    return total if agg.kind == "sum" else Fraction(total) / count
+
+
+def view_rows(spec, relations) -> Counter:
+    """The view's result rows (a bag) derived from its state."""
+    state = state_rows(spec, relations)
+    counts = state[COUNT_COLUMN]
+    keys = set(counts)
+    if spec.is_aggregate and not spec.group:
+        keys = {()}
+    out = Counter()
+    for key in keys:
+        binding = dict(zip(spec.group, key))
+        for agg in spec.aggregates:
+            binding[agg.placeholder] = _agg_value(agg, state, key)
+        if spec.having is not None and eval_scalar(spec.having, binding) is not True:
+            continue
+        row = tuple(_plain(eval_scalar(o.expr, binding)) for o in spec.outputs)
+        out[row] += 1 if spec.is_aggregate or spec.distinct else counts[key]
+    return +out
+
+
+def duckdb_rows(sql: str, tables, relations) -> Counter:
+    """The rows DuckDB computes for the query over the relations (r, s, t as in
+    compiler_helpers.TABLES)."""
+    con = duckdb.connect()
+    for name, cols in tables.items():
+        if name not in relations:
+            continue
+        ddl = ", ".join(f"{c} {_DUCK_TYPES.get(t, t.upper())}" for c, t, _ in cols)
+        con.execute(f"CREATE TABLE {name} ({ddl})")
+        rows = [tuple(row[c] for c, _, _ in cols) for row, m in relations[name] for _ in range(m)]
+        if rows:
+            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in cols)})", rows)
+    return Counter(tuple(_plain(v) for v in row) for row in con.execute(sql).fetchall())
+
+
+def _plain(v):
+    """Numbers compared by value (DuckDB floats for averages: rounded)."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, Decimal, Fraction)):
+        f = Fraction(v)
+        return f.numerator if f.denominator == 1 else round(float(f), 9)
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else round(v, 9)
+    return v
+
+
+__all__ = ["view_rows", "duckdb_rows", "state_rows", "Scalar"]
