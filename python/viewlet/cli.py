@@ -342,8 +342,9 @@ def _bench_parser(sub):
                         ".sql files (default: those of q1,q3,q6,q10,q17a,q18a,q22a,vwap that "
                         "exist)")
     b.add_argument("--depths", type=_csv(parse_depth, "depth"), default=[None, 1, 0],
-                   help="Viewlet depths: ho (higher-order), 1 (first-order), 0 (recompute), n "
-                        "(default ho,1,0)")
+                   help="Viewlet depths: ho (higher-order), ho-merge (higher-order, maps written "
+                        "by one MERGE per batch instead of appended), 1 (first-order), 0 "
+                        "(recompute), n (default ho,1,0)")
     b.add_argument("--baselines", type=_csv(str, "baseline"), default=["spark", "duckdb"],
                    help="recompute baselines: spark, duckdb (default both)")
     b.add_argument("--check", type=_check_policy, default=None,

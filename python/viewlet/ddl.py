@@ -1,7 +1,8 @@
 """Parser for Viewlet's DDL statements (the query itself is parsed by the SQL front end).
 
   CREATE [OR REPLACE] INCREMENTAL VIEW [IF NOT EXISTS] name [WITH (option = value, ...)] AS query
-      options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false
+      options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false,
+               map_writes = 'append' | 'merge'
   DROP INCREMENTAL VIEW [IF EXISTS] name
   REFRESH INCREMENTAL VIEW name [FULL]
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
@@ -17,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .errors import ViewletParseError
 from .runtime.history import COLUMNS as HISTORY_COLUMNS
+from .runtime.maps import MAP_WRITES
 from .runtime.schedule import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
@@ -210,5 +212,10 @@ def _option_value(key: str, value: str, pos: int):
         if raw.lower() in ("false", "off"):
             return False
         raise ViewletParseError(f"caches must be true or false, not '{raw}' (position {pos}).", pos)
+    if key == "map_writes":
+        if raw.lower() in MAP_WRITES:
+            return raw.lower()
+        raise ViewletParseError(f"map_writes must be 'append' or 'merge', not '{raw}' "
+                                f"(position {pos}).", pos)
     raise ViewletParseError(f"Unknown view option '{key}' at position {pos}. Known options: depth, "
-                            "refresh, caches.", pos)
+                            "refresh, caches, map_writes.", pos)

@@ -59,6 +59,7 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     ctx = view.ctx
     rows = [("view", "name", view.name), ("view", "id", view.id),
             ("view", "query", view.spec["sql"]), ("view", "depth", depth_text(view.spec["depth"])),
+            ("view", "map writes", view.spec.get("map_writes", "append")),
             ("view", "location", view.entry.location),
             ("view", "result columns", ", ".join(f"{c['name']} {c['type']}"
                                                  for c in view.spec["result"]["columns"]))]

@@ -10,6 +10,7 @@ from typing import Dict, List
 from . import runner
 
 _STYLE = {"viewlet-ho": ("tab:green", "o", "-"), "viewlet-d1": ("tab:blue", "s", "-"),
+          "viewlet-ho-merge": ("tab:olive", "P", "-."),
           "viewlet-d0": ("tab:purple", "^", "--"), runner.SPARK: ("tab:red", "D", "--"),
           runner.DUCKDB: ("tab:orange", "v", ":")}
 

@@ -273,7 +273,8 @@ def _tables(results) -> List[str]:
 
 
 def _method_order(m: str):
-    order = [HO, D1, runner.method_name(0), runner.SPARK, runner.DUCKDB]
+    order = [HO, runner.method_name(runner.HO_MERGE), D1, runner.method_name(0), runner.SPARK,
+             runner.DUCKDB]
     return (order.index(m) if m in order else 2.5, m)
 
 
@@ -303,7 +304,9 @@ def markdown(results: Dict, plots: List[str]) -> str:
              f"{o['batches']} measured batches after {o['warmup']} warm-up batch(es) per "
              f"configuration, depths {o['depths']}, baselines {o['baselines']}, checks "
              f"{o['check']}, seed {o['seed']}.", "",
-             "Methods: `viewlet-ho` higher-order refresh, `viewlet-d1` first-order IVM, "
+             "Methods: `viewlet-ho` higher-order refresh (map deltas appended, compacted now "
+             "and then), `viewlet-ho-merge` the same with one MERGE per map per batch, "
+             "`viewlet-d1` first-order IVM, "
              "`viewlet-d0` Viewlet's recompute strategy; `spark` is "
              f"`{meta['recompute']['spark']}`; `duckdb` is {meta['recompute']['duckdb']}. "
              "Seconds are wall time per batch on the driver; tuples/s = changed base rows of "

@@ -22,8 +22,14 @@ SPARK, DUCKDB = "spark", "duckdb"
 BASELINES = (SPARK, DUCKDB)
 
 
-def depth_label(depth: Optional[int]) -> str:
-    return "ho" if depth is None else f"d{depth}"
+HO_MERGE = "ho-merge"    # higher-order, maps written by MERGE (view option map_writes)
+
+
+def depth_label(depth) -> str:
+    """None: higher-order; HO_MERGE; or a depth number."""
+    if depth is None or depth == HO_MERGE:
+        return depth or "ho"
+    return f"d{depth}"
 
 
 def method_name(depth: Optional[int]) -> str:
@@ -34,10 +40,13 @@ def parse_depth(text: str) -> Optional[int]:
     t = text.strip().lower()
     if t in ("ho", "higher-order", "unlimited", "none"):
         return None
+    if t == HO_MERGE:
+        return HO_MERGE
     try:
         d = int(t)
     except ValueError:
-        raise ValueError(f"depth {text!r}: use ho (higher-order) or a non-negative integer") from None
+        raise ValueError(f"depth {text!r}: use ho (higher-order), ho-merge "
+                         "(higher-order, maps written by MERGE) or a non-negative integer") from None
     if d < 0:
         raise ValueError(f"depth {text!r} must not be negative")
     return d
@@ -219,12 +228,14 @@ class _Bench:
         created = {}
         for v in views:
             for depth in self.options.depths:
-                name = f"{v.name}_{depth_label(depth)}"
+                name = f"{v.name}_{depth_label(depth)}".replace("-", "_")
                 rec = {"scale": scale, "workload": workload, "view": v.name, "file": v.path,
                        "method": method_name(depth), "name": name}
                 self.vl.drop_view(name, if_exists=True)
                 try:
-                    r = self.vl.create_view(name, v.query, depth=depth, caches=v.caches)
+                    r = self.vl.create_view(
+                        name, v.query, depth=None if depth == HO_MERGE else depth,
+                        caches=v.caches, map_writes="merge" if depth == HO_MERGE else "append")
                 except ViewletError as e:
                     rec["status"] = f"unsupported: {e}"
                 except Exception as e:      # a bug, not a refusal: note it and go on

@@ -15,6 +15,7 @@ from ..storage.deltars import DeltaRsStore
 from .catalog import Catalog, Entry
 from .definition import CompiledView
 from .layout import WarehouseLayout, normalize_location
+from .maps import MAP_WRITES
 from .tables import LiveResolver
 from . import views
 
@@ -44,12 +45,17 @@ class Viewlet:
 
     # -- views -----------------------------------------------------------------------------
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
-                    if_not_exists: bool = False, caches: bool = False) -> Dict:
+                    if_not_exists: bool = False, caches: bool = False,
+                    map_writes: str = "append") -> Dict:
         """`caches`: keep inequality-correlated nested queries as view caches
-        (compiler/caches.py)."""
+        (compiler/caches.py). `map_writes`: how a batch writes its map deltas, 'append'
+        (appended and compacted now and then) or 'merge' (one MERGE per map; runtime/maps.py)."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
-        return views.create_view(self, name, sql, depth, if_not_exists, caches=caches)
+        if map_writes not in MAP_WRITES:
+            raise ViewletError(f"map_writes must be one of {', '.join(MAP_WRITES)}, not {map_writes!r}")
+        return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
+                                 options={"map_writes": map_writes})
 
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
         if full:

@@ -5,6 +5,11 @@ sums: triggers read maps linearly, the result reads the state by key). So a batc
 its delta in one commit carrying the batch's transaction id instead of rewriting the files
 its keys fall in: writing costs what the delta costs, whatever the keys.
 
+With the view option map_writes = 'merge' a batch instead MERGEs its delta into each map
+(values added to the rows of equal keys, rows whose count reaches 0 deleted): one row per key
+and no compaction, but the MERGE rewrites every file holding a touched key, which for keys
+spread over a large map is most of it. The benchmark measures both (`ho-merge`).
+
 Compaction folds the appended rows into the base now and then: rows summed by key, zero
 rows dropped, sorted by the map's cluster order (the key batches look up most often first)
 and written in files of ROWS_PER_FILE rows (more for large maps: at most MAX_FILES files),
@@ -27,6 +32,7 @@ from ..spark.lower import batch_origins
 ROWS_PER_FILE = 32768
 MAX_FILES = 64
 COMPACT_FILES = 16
+MAP_WRITES = ("append", "merge")   # how batches write map deltas (view option map_writes)
 
 
 def cluster_order(program: Program, name: str) -> List[int]:

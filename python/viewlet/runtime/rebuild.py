@@ -13,7 +13,7 @@ from ..errors import ViewNotFound
 from . import views
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
-KEPT_SETTINGS = ("refresh",)
+KEPT_SETTINGS = ("refresh", "map_writes")
 
 
 def rebuild_view(ctx, name: str) -> Dict:

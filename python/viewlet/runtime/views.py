@@ -408,15 +408,25 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     changed_rows = {}
     maps = [name for name, total in deltas.items() if total.num_rows]
+    merging = view.spec.get("map_writes", "append") == "merge"
     for i, name in enumerate(maps, 1):
         total = deltas[name]
-        progress.step(f"merging map {name} ({i}/{len(maps)}, {total.num_rows} rows)")
+        progress.step(f"{'merging' if merging else 'appending'} the delta of map {name} "
+                      f"({i}/{len(maps)}, {total.num_rows} rows)")
         changed_rows[name] = total.num_rows
-        if ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta):
+        if merging:
+            schema = view.map_schema(name)
+            written = ctx.store.merge_add(view.map_path(name), total, schema.keys,
+                                          list(schema.values), _zero_column(view, name), txn,
+                                          metadata=meta)
+        else:
+            written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
+        if written:
             faults.point("batch.map_merged")
     stats["seconds"]["merge"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    stats["layout"] = _compact_maps(view, record, maps, previous.get("layout") or {}, progress)
+    if not merging:
+        stats["layout"] = _compact_maps(view, record, maps, previous.get("layout") or {}, progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
@@ -447,7 +457,7 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
         if layout.due(current):
             progress.step(f"compacting map {name} ({len(current.files)} files)")
             schema = view.map_schema(name)
-            zero = COUNT_COLUMN if name == view.spec["view_map"] else VALUE
+            zero = _zero_column(view, name)
             cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
             compacted = maps.compact(ctx.store, path, schema.keys, list(schema.values), zero,
                                      cluster, {"viewlet.view": view.name,
@@ -458,6 +468,11 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
                 ctx.store.vacuum(path, record.map_versions[name])
         out[name] = layout.to_json()
     return out
+
+
+def _zero_column(view: LoadedView, name: str) -> str:
+    """The column whose sum 0 means a map row is gone (the view state's row count)."""
+    return COUNT_COLUMN if name == view.spec["view_map"] else VALUE
 
 
 def _committed(ctx, path, txn) -> bool:
