@@ -199,9 +199,11 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
             ctes.append(f"{name} AS ({text})")
             blocks.append(block)
             for target, texts in pieces.items():
-                if split:      # later phases read what this one collected
-                    texts = [Leaf("pending", target, (rel,))]
-                new_pending.setdefault(target, []).extend((rel, t) for t in texts)
+                if split:      # later phases read what this one collected: once per map,
+                    # however many blocks of the trigger write it
+                    new_pending[target] = [(rel, Leaf("pending", target, (rel,)))]
+                else:
+                    new_pending.setdefault(target, []).extend((rel, t) for t in texts)
                 if target not in targets:
                     targets.append(target)
         rels.append(rel)

@@ -184,7 +184,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
                          f" AS {alias}")
             for k, var in zip(keys, atom.vars):
                 if var in binding:             # a superset of the touched keys: NULL too
-                    where.append(f"{binding[var]} <=> {alias}.{q(k)}")
+                    joins.append(f"{binding[var]} <=> {alias}.{q(k)}")
                 else:
                     binding[var] = f"{alias}.{q(k)}"
 
@@ -288,6 +288,9 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
         key_list = ", ".join(q(k) for k in keys)
         return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
                 f"FROM ({union}) AS u" + (f" GROUP BY {key_list}" if keys else ""))
+    window = _threshold_sums(atom, enclosing, cols, source, sb)
+    if window is not None:
+        return window
     pre = None
     if inputs:
         domain = f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({enclosing}) AS e) AS inp"
@@ -298,6 +301,79 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
     key_list = ", ".join(q(k) for k in keys)
     return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
             f"FROM ({union}) AS u" + (f" GROUP BY {key_list}" if keys else ""))
+
+
+_FLIPPED = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}
+# For `key OP input`: the window's sort order, and whether an input row sorts before the
+# rows of an equal key (so that they are left out of its running sum: strict comparisons).
+_WINDOW = {"gt": ("DESC", True), "gte": ("DESC", False), "lt": ("ASC", True),
+           "lte": ("ASC", False)}
+
+
+def _threshold(mono: Monomial, g: str):
+    """(the monomial without it, k, op) when the input g occurs in exactly one atom of the
+    monomial, a condition `k OP g` (OP an inequality) on a variable k an atom binds."""
+    from sqlglot import exp
+    hits = [a for a in mono.atoms if g in a.free_vars()]
+    if len(hits) != 1 or not isinstance(hits[0], Cond):
+        return None
+    node = hits[0].pred.ast
+    while isinstance(node, exp.Paren):
+        node = node.this
+    op = {exp.GT: "gt", exp.GTE: "gte", exp.LT: "lt", exp.LTE: "lte"}.get(type(node))
+    if op is None:
+        return None
+    left, right = node.this, node.expression
+    while isinstance(left, exp.Paren):
+        left = left.this
+    while isinstance(right, exp.Paren):
+        right = right.this
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+        return None
+    if right.name == g and left.name != g:
+        k = left.name
+    elif left.name == g and right.name != g:
+        k, op = right.name, _FLIPPED[op]
+    else:
+        return None
+    bound = set()
+    for a in mono.atoms:
+        if isinstance(a, (Rel, DeltaRel, MapRef)):
+            bound |= set(a.vars)
+    if k not in bound:
+        return None
+    return Monomial(mono.coef, tuple(a for a in mono.atoms if a is not hits[0])), k, op
+
+
+def _threshold_sums(atom: Nested, enclosing: str, cols, source, sb):
+    """A nested sum correlated with its one input only by `key OP input` (VWAP's "volume
+    above this price"): running sums over the rows sorted by key, read at each input value
+    of the enclosing rows, instead of joining every input with every row (quadratic). None
+    when the nested query does not have that form."""
+    if len(atom.inputs) != 1 or atom.null_safe:
+        return None
+    g = atom.inputs[0]
+    parts = [_threshold(m, g) for m in atom.query.monomials]
+    if not parts or any(p is None for p in parts):
+        return None
+    c = q(cols[g])
+    by_op: Dict[str, List[str]] = {}
+    for mono, k, op in parts:
+        by_op.setdefault(op, []).append(lower_monomial(mono, [k], source, sb, ["__k"], NESTED))
+    sums = []
+    domain = f"SELECT DISTINCT {c} AS __k FROM ({enclosing}) AS e WHERE {c} IS NOT NULL"
+    for op, selects in by_op.items():
+        order, inputs_first = _WINDOW[op]
+        rows = " UNION ALL ".join(f"SELECT __k, {q(NESTED)} AS __val, 0 AS __inp FROM ({x}) AS r "
+                                  f"WHERE __k IS NOT NULL" for x in selects)
+        tie = "DESC" if inputs_first else "ASC"
+        sums.append(
+            f"SELECT __k AS {c}, __run AS {q(NESTED)} FROM (SELECT __k, __inp, SUM(__val) OVER "
+            f"(ORDER BY __k {order}, __inp {tie} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT "
+            f"ROW) AS __run FROM ({rows} UNION ALL SELECT __k, NULL, 1 FROM ({domain}) AS d) AS u) "
+            f"AS w WHERE __inp = 1")
+    union = " UNION ALL ".join(f"({x})" for x in sums)
+    return f"SELECT {c}, SUM({q(NESTED)}) AS {q(NESTED)} FROM ({union}) AS t GROUP BY {c}"
 
 
 def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
