@@ -19,8 +19,9 @@ Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
   * Cond(p) keeps a binding when p is true (NULL is not true).
   * Value(e) multiplies by e; a NULL value contributes 0 (SUM ignores NULLs).
 Scalars are interpreted from their sqlglot AST with SQL three-valued logic (columns, literals,
-DATE 'yyyy-mm-dd', arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, IN (list), BETWEEN,
-CASE, IF, COALESCE; anything else raises NotImplementedError); decimals are computed exactly
+DATE 'yyyy-mm-dd', arithmetic, date +/- INTERVAL n DAY/MONTH/YEAR, comparisons, AND/OR/NOT,
+IS [NOT] NULL, [NOT] LIKE, IN (list), BETWEEN, CASE, IF, COALESCE; anything else raises
+NotImplementedError); decimals are computed exactly
 (as fractions); division by zero is NULL.
 
 `run_program(program, relations, batches)` simulates Viewlet's batch semantics (see
@@ -204,6 +205,8 @@ def _compile(node: exp.Expression) -> Fn:
             v = inner(b)
             return None if v is None else -_num(v, "-")
         return neg
+    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+        return _date_plus_interval(node)
     if type(node) in _ARITH:
         op = _arith(_ARITH[type(node)])
         left, right = _compile(node.this), _compile(node.expression)
@@ -283,6 +286,7 @@ def _compile(node: exp.Expression) -> Fn:
         return _compile(node.this)                    # doubles kept exact: tests compare exactly
     if isinstance(node, exp.Like):
         inner, pattern = _compile(node.this), _compile(node.expression)
+        negate = bool(node.args.get("negate"))         # sqlglot's `x NOT LIKE p`
 
         def like(b):
             v, p = inner(b), pattern(b)
@@ -290,7 +294,7 @@ def _compile(node: exp.Expression) -> Fn:
                 return None
             import re
             rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in p)
-            return re.fullmatch(rx, v, re.S) is not None
+            return (re.fullmatch(rx, v, re.S) is not None) != negate
         return like
     if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
         return _compile(node.this)
@@ -350,6 +354,31 @@ def _compile(node: exp.Expression) -> Fn:
         return coalesce
     raise NotImplementedError(f"reference evaluator: scalar {type(node).__name__} "
                               f"({node.sql(dialect='spark')})")
+
+
+def _date_plus_interval(node) -> Fn:
+    """date +/- INTERVAL 'n' DAY | MONTH | YEAR, as Spark computes it (months clamp the day
+    to the month's last day)."""
+    import calendar
+    from datetime import timedelta
+    interval = node.expression
+    unit = (interval.unit.name if interval.unit is not None else "").upper().rstrip("S")
+    if unit not in ("DAY", "MONTH", "YEAR"):
+        raise NotImplementedError(f"reference evaluator: INTERVAL {unit}")
+    base, amount = _compile(node.this), _compile(interval.this)
+    sign = -1 if isinstance(node, exp.Sub) else 1
+
+    def shift(b):
+        d, n = base(b), amount(b)
+        if d is None or n is None:
+            return None
+        n = sign * int(Fraction(str(n)))
+        if unit == "DAY":
+            return d + timedelta(days=n)
+        months = d.year * 12 + d.month - 1 + (12 * n if unit == "YEAR" else n)
+        year, month = divmod(months, 12)
+        return date(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]))
+    return shift
 
 
 # ---------------------------------------------------------------------------------------------
