@@ -388,7 +388,8 @@ class _Translator:
                 self.fail("a GROUP BY expression in a subquery in FROM", g,
                           "Group by plain columns there.")
             keys.append(child.column_var(g))
-        for item in select.expressions:
+        having = select.args.get("having")
+        for item in select.expressions + ([having.this] if having is not None else []):
             for col in outer_columns(item):
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
