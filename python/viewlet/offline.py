@@ -109,5 +109,6 @@ def explain_file(path: str, resolver: OfflineResolver, depth: Optional[int] = No
     """EXPLAIN INCREMENTAL VIEW's text for the definition in `path`; `depth` (when given)
     overrides a CREATE statement's WITH (depth = ...)."""
     name, query, file_depth = read_definition(path)
-    compiled = compile_definition(query, resolver, depth if depth_given else file_depth)
+    compiled = compile_definition(query, resolver, depth if depth_given else file_depth,
+                                  for_runtime=False)
     return explain_program(name, query, compiled.program)

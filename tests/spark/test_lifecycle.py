@@ -33,7 +33,11 @@ def _view_dirs(vl):
 
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
-    ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN()"),
+    # compiled, but not run by the Spark runtime yet (runtime/definition.py
+    # require_runtime_support)
+    ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN(r.c) at line 1, column 13 of the query. "
+                                                 "It compiles"),
+    ("SELECT r.a, COUNT(DISTINCT r.c) FROM r GROUP BY r.a", "not yet supported by the runtime"),
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
     ("SELECT r.a, (SELECT COUNT(*) FROM s) AS n FROM r", "subquery"),
     ("SELECT r.a, rand() FROM r", "rand"),

@@ -37,7 +37,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from sqlglot import exp
 
-from .ir import Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from .ir import (COUNT_DISTINCT, EMPTY_VALUE, MIN, SUM, SUM_DISTINCT, Const, Cond, DeltaRel, Domain,
+                 Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value)
 from .scalar import Scalar
 
 Row = Mapping[str, Any]
@@ -431,6 +432,16 @@ class _Tables:
             self._by_atom[key] = _evaluate(query, self)
         return self._by_atom[key]
 
+    def multisets(self, query) -> Dict[tuple, Dict[Any, Any]]:
+        """A multiset query evaluated per input key: {inputs: {value: count}} (cached)."""
+        key = ("multisets", query)
+        if key not in self._by_atom:
+            out: Dict[tuple, Dict[Any, Any]] = {}
+            for k, count in self.grouped(query).items():
+                out.setdefault(k[:-1], {})[k[-1]] = count
+            self._by_atom[key] = out
+        return self._by_atom[key]
+
     def entries(self, atom) -> Dict[tuple, Any]:
         """{value tuple for the atom's variables: multiplicity or map value}, zeros dropped."""
         found = self._by_atom.get(atom)
@@ -522,16 +533,48 @@ def _evaluate(query: Query, tables: "_Tables") -> Dict[tuple, Any]:
 
 
 def _nested_value(atom: Nested, binding, tables: "_Tables"):
-    """x := Q for the inputs bound in `binding` (0 when Q has no rows for them)."""
-    key = tuple(binding[g] for g in atom.query.group)
-    if atom.null_safe:                 # a GROUP BY group: NULL keys match
-        return tables.grouped(atom.query).get(key, 0)
-    init = {g: binding[g] for g in atom.query.group}
-    total = 0
-    for mono in atom.query.monomials:
-        for _, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
-            total = total + mult
-    return _tidy(total)
+    """x := Q for the inputs bound in `binding` (0 when Q has no rows for them; a multiset
+    kind's value over its values with a positive count)."""
+    key = tuple(binding[g] for g in atom.inputs)
+    if atom.kind == SUM:
+        if atom.null_safe:                 # a GROUP BY group: NULL keys match
+            return tables.grouped(atom.query).get(key, 0)
+        init = {g: binding[g] for g in atom.inputs}
+        total = 0
+        for mono in atom.query.monomials:
+            for _, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
+                total = total + mult
+        return _tidy(total)
+    if atom.null_safe:
+        counts = tables.multisets(atom.query).get(key, {})
+    else:
+        init = {g: binding[g] for g in atom.inputs}
+        counts = {}
+        for mono in atom.query.monomials:
+            for k, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
+                counts[k[-1]] = counts.get(k[-1], 0) + mult
+    return multiset_value(atom.kind, counts)
+
+
+def multiset_value(kind: str, counts: Mapping[Any, Any]):
+    """MIN / MAX / COUNT(DISTINCT) / SUM(DISTINCT) of a multiset given as {value: count}: over
+    the non-NULL values with a positive count (NULL, or 0 for COUNT, when there is none)."""
+    present = [v for v, c in counts.items() if c != 0]
+    if None in present or any(counts[v] < 0 for v in present):
+        raise ValueError(f"reference evaluator: a multiset holds NULL or a negative count: "
+                         f"{dict(counts)}")
+    if kind == COUNT_DISTINCT:
+        return len(present)
+    if not present:
+        return EMPTY_VALUE[kind]
+    if kind == SUM_DISTINCT:
+        return _tidy(sum(_num(v, "SUM(DISTINCT)") for v in present))
+    values = [_exact(v) for v in present]
+    best = values[0]
+    for v in values[1:]:
+        if _cmp_values(v, best, (lambda p, q: p < q) if kind == MIN else (lambda p, q: p > q)):
+            best = v
+    return _tidy(best)
 
 
 def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init=None):

@@ -16,8 +16,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
-from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
-                 Mul, Nested, Query, Rel, Sum, Value)
+from .ir import (EMPTY_VALUE, Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef,
+                 Monomial, Mul, Nested, Query, Rel, Sum, Value)
 from .nulls import always_true, is_null, never_true
 from .scalar import Scalar
 
@@ -57,7 +57,8 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping), atom.null_safe)
+        return Nested(r(atom.var), rename_inputs(atom.query, mapping, atom.inputs), atom.null_safe,
+                      atom.kind)
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
@@ -65,9 +66,11 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     raise TypeError(type(atom).__name__)
 
 
-def rename_inputs(query: Query, mapping: Dict[str, str]) -> Query:
-    """Rename a nested query's group (input) variables; its private variables are its own."""
-    inner = {k: v for k, v in mapping.items() if k in query.group}
+def rename_inputs(query: Query, mapping: Dict[str, str], inputs=None) -> Query:
+    """Rename a nested query's input variables (default: its group variables); its private
+    variables, a multiset's value variable among them, are its own."""
+    inputs = query.group if inputs is None else inputs
+    inner = {k: v for k, v in mapping.items() if k in inputs}
     if not inner:
         return query
     group = tuple(dict.fromkeys(inner.get(g, g) for g in query.group))
@@ -190,8 +193,9 @@ def _project_unused_columns(atoms, keep: frozenset):
 def _propagate_constants(atoms: List[Atom], keep: frozenset):
     """Partial evaluation of constant assignments: for `x := c` (c without variables, e.g. an
     outer join's NULL padding), c replaces x in the monomial's conditions, values and other
-    assignments, a nested aggregate correlated by `=` on a NULL input is 0 (no row matches
-    NULL), and the assignment goes once nothing else reads x. None when nothing changes."""
+    assignments, a nested aggregate correlated by `=` on a NULL input has its value over no
+    rows (no row matches NULL), and the assignment goes once nothing else reads x. None when
+    nothing changes."""
     constants: Dict[str, Lift] = {}
     defined: Dict[str, int] = {}
     for a in atoms:
@@ -214,8 +218,10 @@ def _propagate_constants(atoms: List[Atom], keep: frozenset):
         elif isinstance(a, Lift) and a.expr.vars & values.keys():
             new = Lift(a.var, a.expr.substitute(values))
         elif isinstance(a, Nested) and not a.null_safe and any(
-                is_null(values[g].ast) for g in a.inputs if g in values) and _binds_inputs(a.query):
-            new = Lift(a.var, Scalar(exp.Literal.number(0)))
+                is_null(values[g].ast) for g in a.inputs if g in values) \
+                and _binds_inputs(a.query, a.inputs):
+            empty = EMPTY_VALUE[a.kind]
+            new = Lift(a.var, Scalar(exp.Null() if empty is None else exp.Literal.number(empty)))
         changed = changed or new is not a
         out.append(new)
     used = frozenset().union(*(a.free_vars() - ({a.var} if isinstance(a, Lift) else set())
@@ -225,15 +231,15 @@ def _propagate_constants(atoms: List[Atom], keep: frozenset):
     return kept if changed or len(kept) != len(out) else None
 
 
-def _binds_inputs(query: Query) -> bool:
-    """Every monomial binds the query's inputs through relation, batch or map atoms (so the
-    lowering correlates them with SQL `=`)."""
+def _binds_inputs(query: Query, inputs) -> bool:
+    """Every monomial binds the inputs through relation, batch or map atoms (so the lowering
+    correlates them with SQL `=`)."""
     for m in query.monomials:
         bound = set()
         for a in m.atoms:
             if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups)):
                 bound |= set(a.vars)
-        if not set(query.group) <= bound:
+        if not set(inputs) <= bound:
             return False
     return True
 

@@ -31,16 +31,27 @@ class Compiler:
         self._counter = 0
 
     # -- entry point -------------------------------------------------------------------
-    def compile(self, group: Sequence[str], columns: Dict[str, Query]) -> Program:
+    def compile(self, group: Sequence[str], columns: Dict[str, Query],
+                multisets: Optional[Dict[str, Query]] = None) -> Program:
+        """`multisets`: the view's MIN / MAX / DISTINCT aggregates, each a query keyed by the
+        view's group variables and a value (its count of rows with that value): level-0 maps
+        next to the view state, maintained like it."""
         state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
-        self.program.maps[state.name] = state
-        if self.depth == 0:
-            for rel in sorted(state.relations()):
-                for col, q in columns.items():
-                    self.program.add_statement(rel, Statement(state.name, col, q, "reevaluate"))
-            return self.program
-        for col, q in columns.items():
-            self._compile_column(state.name, col, q, level=0)
+        level0 = [state]
+        for name, q in (multisets or {}).items():
+            if tuple(q.group[:-1]) != tuple(group) or name in self.program.maps:
+                raise ValueError(f"multiset {name} must be keyed by the view's group {tuple(group)} "
+                                 f"and one value, not {q.group}")
+            level0.append(MapDef(name, q.group, {VALUE: q}, level=0, group_keys=len(group)))
+        for m in level0:
+            self.program.maps[m.name] = m
+        for m in level0:
+            for col, q in m.values.items():
+                if self.depth == 0:
+                    for rel in sorted(q.relations()):
+                        self.program.add_statement(rel, Statement(m.name, col, q, "reevaluate"))
+                else:
+                    self._compile_column(m.name, col, q, level=0)
         return self.program
 
     # -- recursion ---------------------------------------------------------------------
@@ -86,16 +97,19 @@ class Compiler:
         return Monomial(mono.coef, tuple(new_atoms))
 
     def _materialize_inner(self, atom, level: int):
+        """A nested query's monomials as maps keyed by its group variables: a MIN / MAX /
+        DISTINCT aggregate's multiset becomes maps keyed by inputs and value."""
         query = atom.query
+        inputs = atom.inputs if isinstance(atom, Nested) else query.group
         monos = []
         for m in query.monomials:
             bound = frozenset().union(*(a.free_vars() for a in m.atoms
                                         if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
-            free_inputs = frozenset(query.group) - bound
+            free_inputs = frozenset(inputs) - bound
             monos.append(self._materialize(m, query.group, level, free_inputs))
         inner = Query(query.group, simplify(monos, keep=query.group))
         if isinstance(atom, Nested):
-            return Nested(atom.var, inner, atom.null_safe)
+            return atom.with_query(inner)
         return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
     def _map_for(self, definition: Query, level: int) -> MapRef:
@@ -193,5 +207,6 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text) or "q"
 
 
-def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int]) -> Program:
-    return Compiler(depth).compile(group, columns)
+def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
+                 multisets: Optional[Dict[str, Query]] = None) -> Program:
+    return Compiler(depth).compile(group, columns, multisets)

@@ -1,9 +1,10 @@
 """SQL front end: a view's SELECT (Spark dialect, parsed by sqlglot) to the calculus.
 
 The result is a ViewSpec: the view state's group variables, one calculus query per state
-column (the row count, and per aggregate its sum and non-NULL count), and how the output
-columns are computed from the state. Names are resolved against base tables (through a
-TableResolver); types come later from Spark itself.
+column (the row count, and per aggregate its sum and non-NULL count), the multisets of MIN /
+MAX / DISTINCT aggregates (sql/multisets.py), and how the output columns are computed from
+them. Names are resolved against base tables (through a TableResolver); types come later
+from Spark itself.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
 from . import setops
+from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .tables import ColumnInfo, TableInfo, TableResolver
@@ -29,11 +31,14 @@ COUNT_COLUMN = "__count"
 
 @dataclass
 class AggregateSpec:
-    kind: str                      # sum | count | count_star | avg
+    kind: str                      # sum | count | count_star | avg, or a multiset kind:
+                                   # min | max | count_distinct | sum_distinct | avg_distinct
     sql: str                       # the call as Spark SQL over base columns (type probes)
     placeholder: str               # name standing for the aggregate in output expressions
     sum_column: Optional[str]      # state column with the sum of non-NULL inputs
-    count_column: str              # state column with the number of non-NULL inputs
+    count_column: Optional[str]    # state column with the number of non-NULL inputs (None
+                                   # for multiset kinds)
+    multiset: Optional[str] = None  # multiset kinds: the ViewSpec.multisets entry read
 
 
 @dataclass
@@ -55,6 +60,10 @@ class ViewSpec:
     from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
     var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
     distinct: bool = False                 # no aggregates, one row per distinct output row
+    # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
+    multisets: Dict[str, Multiset] = field(default_factory=dict)
+    # (construct, position) the compiler maintains but the Spark runtime does not yet
+    runtime_pending: List[Tuple[str, Optional[int]]] = field(default_factory=list)
 
 
 class _Instance:
@@ -109,6 +118,7 @@ class _Translator:
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
             self.assigned: set = set()                 # variables bound by an assignment
             self.var_types: Dict[str, str] = {}         # known types of non-column variables
+            self.pending: List[Tuple[str, Optional[int]]] = []   # see ViewSpec.runtime_pending
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
@@ -116,6 +126,11 @@ class _Translator:
             self.group_keys = outer.group_keys
             self.assigned = outer.assigned
             self.var_types = outer.var_types
+            self.pending = outer.pending
+
+    def note_pending(self, construct: str, node: Optional[exp.Expression]):
+        """A construct the compiler maintains and the Spark runtime does not yet."""
+        self.pending.append((construct, position_of(node) if node is not None else None))
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -633,13 +648,14 @@ class _Translator:
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])
+        multisets = ViewMultisets(self, group_vars, base)
         aggregates: List[AggregateSpec] = []
         agg_by_sql: Dict[str, AggregateSpec] = {}
 
         def replace(node: exp.Expression) -> exp.Expression:
             """Output expression: aggregates -> placeholders, group expressions -> keys."""
             if isinstance(node, exp.AggFunc):
-                spec = self._aggregate(node, base, state, agg_by_sql, aggregates)
+                spec = self._aggregate(node, base, state, agg_by_sql, aggregates, multisets)
                 return exp.column(spec.placeholder, quoted=True)
             if isinstance(node, (exp.Column, exp.Expression)) and not isinstance(
                     node, (exp.Literal, exp.Identifier, exp.Star)):
@@ -671,19 +687,25 @@ class _Translator:
         if tree.args.get("having") is not None:
             having = Scalar(replace(tree.args["having"].this))
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
-                        outputs, having, True, _from_sql(tree, group_items), dict(self.var_columns))
+                        outputs, having, True, _from_sql(tree, group_items), dict(self.var_columns),
+                        multisets=multisets.by_name, runtime_pending=list(self.pending))
 
-    def _aggregate(self, node, base, state, agg_by_sql, aggregates) -> AggregateSpec:
+    def _aggregate(self, node, base, state, agg_by_sql, aggregates, multisets) -> AggregateSpec:
         key = node.sql(dialect="spark")
         if key in agg_by_sql:
             return agg_by_sql[key]
-        if node.find(exp.Distinct):
-            self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
         if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
             self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
-        if isinstance(node, exp.Count):
+        kept = multiset_aggregate(node, self.fail)
+        if kept is not None:
+            kind, arg = kept
+            self.note_pending(f"{node.sql(dialect='spark')}", node)
+            spec = AggregateSpec(kind, key, placeholder, None, None, multisets.add(arg))
+        elif node.find(exp.Distinct):
+            self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
+        elif isinstance(node, exp.Count):
             arg = node.this
             if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and arg.this is not None):
                 spec = AggregateSpec("count_star", key, placeholder, None, COUNT_COLUMN)
@@ -708,7 +730,8 @@ class _Translator:
                                  total, cnt)
         else:
             self.fail(f"the aggregate {node.sql(dialect='spark').split('(')[0].upper()}", node,
-                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG.")
+                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG, MIN, MAX, and "
+                      "COUNT / SUM / AVG (DISTINCT ...).")
         agg_by_sql[key] = spec
         aggregates.append(spec)
         return spec
@@ -735,7 +758,8 @@ class _Translator:
         state = _StateColumns(self, group_vars)
         state.add(COUNT_COLUMN, self._base_atoms(conds) + lifts, [])
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
-                        None, False, _from_sql(tree), dict(self.var_columns), distinct)
+                        None, False, _from_sql(tree), dict(self.var_columns), distinct,
+                        runtime_pending=list(self.pending))
 
 
 class _StateColumns:
