@@ -50,7 +50,9 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT r.a FROM r WHERE r.b = (SELECT COUNT(DISTINCT s.b, s.c) FROM s)", "2 arguments"),
     ("SELECT STDDEV(DISTINCT r.a) FROM r", "STDDEV(DISTINCT ...)"),
     ("SELECT r.a, MIN(r.b) FILTER (WHERE r.a > 1) FROM r GROUP BY r.a", "FILTER"),
-    ("WITH x AS (SELECT a FROM r) SELECT a FROM x", "WITH"),
+    ("WITH RECURSIVE x AS (SELECT a FROM r) SELECT a FROM x", "WITH RECURSIVE"),
+    ("WITH x AS (SELECT a FROM r), x AS (SELECT b FROM s) SELECT * FROM x", "defined twice"),
+    ("WITH x AS (SELECT a FROM r ORDER BY a) SELECT a FROM x", "ORDER BY"),
 ])
 def test_unsupported_sql_names_the_construct(sql, construct):
     with pytest.raises(UnsupportedSQL) as err:
@@ -170,3 +172,10 @@ def test_nested_aggregate_is_rejected():
 def test_leading_comment_keeps_from_sql(sql):
     assert spec_of(sql).from_sql.startswith("FROM r")
 
+
+def test_refusal_inside_a_with_clause_points_into_it():
+    sql = "WITH x AS (SELECT rand() AS a FROM r)\nSELECT a FROM x"
+    with pytest.raises(UnsupportedSQL) as err:
+        spec_of(sql)
+    assert sql.index("rand") <= err.value.position < sql.index(")")
+    assert "at line 1, column " in err.value.message

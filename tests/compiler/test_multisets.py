@@ -1,5 +1,5 @@
-"""MIN, MAX and the DISTINCT aggregates (multisets kept as maps), in views and in subqueries:
-the translation equals SQL (DuckDB) on NULL-heavy data with duplicates, and
+"""MIN, MAX and the DISTINCT aggregates (multisets kept as maps), in views and in subqueries,
+and WITH clauses: the translation equals SQL (DuckDB) on NULL-heavy data with duplicates, and
 the compiled programs, run on random batches that delete the current extremes, move values
 and empty whole groups, keep every map equal to its definition and give, after every batch,
 the rows DuckDB computes (derived from the maps as the runtime derives them)."""
@@ -75,10 +75,17 @@ SHAPES = {
     "max_of_sums": "SELECT x.b FROM (SELECT s.b, SUM(s.c) AS tot FROM s GROUP BY s.b) x "
                    "WHERE x.tot = (SELECT MAX(y.tot) FROM (SELECT s.b, SUM(s.c) AS tot FROM s "
                    "GROUP BY s.b) y)",
+    # WITH clauses
+    "with_q15_shape": "WITH rev AS (SELECT s.b AS k, SUM(s.c) AS tot FROM s GROUP BY s.b) "
+                      "SELECT r.a, rev.tot FROM r, rev WHERE r.b = rev.k "
+                      "AND rev.tot = (SELECT MAX(tot) FROM rev)",
+    "with_chain": "WITH x AS (SELECT r.a, r.b FROM r WHERE r.a > 0), y (p, q) AS "
+                  "(SELECT a, MIN(b) FROM x GROUP BY a) SELECT p, q FROM y",
+    "with_union": "WITH x AS (SELECT s.b, s.c FROM s) SELECT b FROM x UNION SELECT c FROM x",
 }
 DEPTH_CASES = [(n, None) for n in SHAPES] + [
     (n, d) for n in ("min_max", "global", "left_join", "scalar_min", "from_min_max",
-                     "max_of_sums", "join", "scalar_min_theta")
+                     "with_q15_shape", "join", "scalar_min_theta")
     for d in (0, 1)] + [(n, 2) for n in ("join", "scalar_min", "distinct_mixed")]
 
 

@@ -1,5 +1,5 @@
 """What the compiler maintains and the Spark runtime does not run yet (MIN / MAX / DISTINCT
-aggregates) is refused by `compile_definition` (CREATE) naming the construct, its
+aggregates, WITH clauses) is refused by `compile_definition` (CREATE) naming the construct, its
 position and "not yet supported by the runtime"; `viewlet explain` still compiles it."""
 import pytest
 
@@ -16,6 +16,7 @@ from viewlet.runtime.definition import compile_definition
      "MAX(s.c) in a subquery"),
     ("SELECT x.b FROM (SELECT s.b, AVG(DISTINCT s.c) AS m FROM s GROUP BY s.b) x",
      "AVG(DISTINCT s.c) in a subquery"),
+    ("WITH x AS (SELECT a FROM r) SELECT a FROM x", "a WITH clause"),
 ])
 def test_pending_constructs_are_refused_for_the_runtime(sql, construct):
     with pytest.raises(UnsupportedSQL) as err:

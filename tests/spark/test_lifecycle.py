@@ -38,6 +38,7 @@ def _view_dirs(vl):
     ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN(r.c) at line 1, column 13 of the query. "
                                                  "It compiles"),
     ("SELECT r.a, COUNT(DISTINCT r.c) FROM r GROUP BY r.a", "not yet supported by the runtime"),
+    ("WITH x AS (SELECT r.a FROM r) SELECT a FROM x", "a WITH clause"),
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
     ("SELECT r.a, (SELECT COUNT(*) FROM s) AS n FROM r", "subquery"),
     ("SELECT r.a, rand() FROM r", "rand"),

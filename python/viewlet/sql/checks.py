@@ -32,9 +32,6 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     def fail(construct, node, detail=""):
         raise UnsupportedSQL(construct, detail, position_of(node), sql)
 
-    if tree.args.get("with") is not None or tree.args.get("with_") is not None:
-        fail("a WITH clause (common table expressions)", tree,
-             "Inline the subquery or create an incremental view for it.")
     if tree.args.get("order") is not None:
         fail("ORDER BY", tree.args["order"],
              "A view is an unordered relation: order when you query it.")

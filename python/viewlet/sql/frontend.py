@@ -4,7 +4,7 @@ The result is a ViewSpec: the view state's group variables, one calculus query p
 column (the row count, and per aggregate its sum and non-NULL count), the multisets of MIN /
 MAX / DISTINCT aggregates (sql/multisets.py), and how the output columns are computed from
 them. Names are resolved against base tables (through a TableResolver); types come later
-from Spark itself.
+from Spark itself. WITH clauses are inlined first (sql/ctes.py).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
 from . import setops
+from .ctes import inline_ctes
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
@@ -254,7 +255,11 @@ class _Translator:
                                     f"{err.get('description', e)}", err.get("start")) from None
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
-        return self._translate_select(setops.as_select(tree, self.fail))
+        tree, with_clause = inline_ctes(tree, self.fail)
+        spec = self._translate_select(setops.as_select(tree, self.fail))
+        if with_clause is not None:
+            spec.runtime_pending.insert(0, ("a WITH clause", position_of(with_clause)))
+        return spec
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
