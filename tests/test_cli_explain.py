@@ -84,3 +84,17 @@ def test_table_option_reads_the_delta_schema_without_java(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "view_state[t_k]" in r.stdout and "t(k: t_k, v: t_v) * t_v" in r.stdout
     assert "ON BATCH dt:" in r.stdout
+
+
+def test_caches_option_shows_the_view_caches(capsys):
+    from viewlet import ddl
+    from viewlet.errors import ViewletParseError
+    cached = ROOT / "sql" / "orderbook" / "vwap_cached.sql"
+    code, out, err = _explain(capsys, cached, "--schema", "orderbook")
+    assert code == cli.EXIT_OK, err
+    assert out.count("(view cache:") == 2
+    code, plain, err = _explain(capsys, ROOT / "sql" / "orderbook" / "vwap.sql", "--schema", "orderbook")
+    assert code == cli.EXIT_OK and "view cache" not in plain
+    assert ddl.parse("CREATE INCREMENTAL VIEW v WITH (caches = on) AS SELECT 1").options == {"caches": True}
+    with pytest.raises(ViewletParseError, match="caches must be true or false"):
+        ddl.parse("CREATE INCREMENTAL VIEW v WITH (caches = maybe) AS SELECT 1")

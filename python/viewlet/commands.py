@@ -16,7 +16,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         if st.or_replace:
             ctx.drop_view(st.name, if_exists=True)
         try:
-            r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists)
+            r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
+                                caches=st.options.get("caches", False))
             if "refresh" in st.options and r.get("status") == "created":
                 _set_refresh(ctx, st.name, st.options["refresh"])
         except ViewletError as e:

@@ -1,6 +1,7 @@
 """Parser for Viewlet's DDL statements (the query itself is parsed by the SQL front end).
 
   CREATE [OR REPLACE] INCREMENTAL VIEW [IF NOT EXISTS] name [WITH (option = value, ...)] AS query
+      options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false
   DROP INCREMENTAL VIEW [IF EXISTS] name
   REFRESH INCREMENTAL VIEW name [FULL]
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
@@ -203,5 +204,11 @@ def _option_value(key: str, value: str, pos: int):
                                 f"unlimited, not '{raw}' (position {pos}).", pos)
     if key == "refresh":
         return None if raw.lower() == "manual" else _interval(raw, pos)
+    if key == "caches":
+        if raw.lower() in ("true", "on"):
+            return True
+        if raw.lower() in ("false", "off"):
+            return False
+        raise ViewletParseError(f"caches must be true or false, not '{raw}' (position {pos}).", pos)
     raise ViewletParseError(f"Unknown view option '{key}' at position {pos}. Known options: depth, "
-                            "refresh.", pos)
+                            "refresh, caches.", pos)

@@ -21,6 +21,8 @@ def explain_program(name: str, sql: str, program: Program) -> str:
         role = "view state" if m.name == program.view_map else \
             "multiset of the view state (MIN / MAX / DISTINCT)" if m.group_keys is not None \
             else f"order-{m.level} delta map"
+        if m.cache:
+            role = f"view cache: order-{m.level} map of a nested query by its input variables"
         lines.append(f"  {m.name}[{', '.join(m.keys)}]  ({role})")
         for col, q in m.values.items():
             label = "" if col == "__v" else f".{col}"

@@ -87,7 +87,7 @@ class OfflineResolver:
 
 def read_definition(path: str) -> Tuple[str, str, Optional[int]]:
     """(view name, query, depth) from a file holding a bare SELECT (named after the file) or
-    one CREATE INCREMENTAL VIEW statement."""
+    one CREATE INCREMENTAL VIEW statement (see `read_options` for its other options)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -104,11 +104,21 @@ def read_definition(path: str) -> Tuple[str, str, Optional[int]]:
     return name, ddl.strip_comments(text).rstrip().rstrip(";").rstrip(), None
 
 
+def read_options(path: str) -> dict:
+    """The WITH (...) options of the CREATE statement in `path` ({} for a bare SELECT)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    stripped = ddl.strip_comments(text).strip()
+    if stripped and stripped.split(None, 1)[0].upper() == "CREATE":
+        return ddl.parse(text).options
+    return {}
+
+
 def explain_file(path: str, resolver: OfflineResolver, depth: Optional[int] = None,
                  depth_given: bool = False) -> str:
     """EXPLAIN INCREMENTAL VIEW's text for the definition in `path`; `depth` (when given)
     overrides a CREATE statement's WITH (depth = ...)."""
     name, query, file_depth = read_definition(path)
     compiled = compile_definition(query, resolver, depth if depth_given else file_depth,
-                                  for_runtime=False)
+                                  read_options(path).get("caches", False), for_runtime=False)
     return explain_program(name, query, compiled.program)

@@ -61,3 +61,52 @@ def test_psp_is_reevaluated_from_six_aggregate_maps():
         for s in stmts:
             if s.target != program.view_map:
                 assert s.mode() == "incremental" and not s.maps_read()
+
+
+@pytest.mark.parametrize("name", ["vwap", "mst"])
+def test_view_caches_equal_reevaluation(name):
+    nonempty = 0
+    for seed in range(2):
+        sim = check_equivalence(load(name), None, seed, tables=BOOK, batches=8, row=book_row,
+                                caches=True)
+        nonempty += sim.nonempty
+        assert any(m.cache for m in sim.program.maps.values())
+    assert nonempty >= (1 if name == "mst" else 4), nonempty
+
+
+def test_vwap_view_caches_keep_the_volume_above_each_price():
+    """[J] §5.2: with caches, VWAP's inequality-correlated sums (volume and count of the bids
+    above a price) are maps keyed by the price, over the prices the book holds; the view's
+    statements read them per price instead of summing the volume-by-price map above each
+    price (input-variable extraction, the default)."""
+    from viewlet.calculus.ir import Groups, MapRef, Rel, walk_atoms
+    from viewlet.explain import explain_program
+    query = load("vwap")
+
+    def nested_reads(program):
+        stmts = [s for s in program.statements_for("bids") if s.target == program.view_map]
+        return [a for s in stmts for m in s.rhs.monomials for a in m.atoms if isinstance(a, Nested)]
+
+    _, plain = compile_sql(query, tables=BOOK)
+    assert not any(m.cache for m in plain.maps.values())
+    correlated = [a for a in nested_reads(plain) if a.inputs]
+    assert correlated and not any(a.cached for a in correlated)
+
+    _, cached = compile_sql(query, tables=BOOK, caches=True)
+    caches = {n: m for n, m in cached.maps.items() if m.cache}
+    assert len(caches) == 2, list(caches)
+    for m in caches.values():
+        (q,) = m.values.values()
+        assert len(m.keys) == 1 and m.level == 1
+        domains = [a for a in walk_atoms(q) if isinstance(a, Groups)]
+        assert domains and all(a.query.group == m.keys for a in domains)
+        assert {a.table for a in walk_atoms(q) if isinstance(a, Rel)} == {"bids"}
+    correlated = [a for a in nested_reads(cached) if a.inputs]
+    assert correlated and all(a.cached for a in correlated)
+    for a in correlated:     # the value as of batch start is a lookup in a cache
+        assert any(isinstance(x, MapRef) and x.name in caches for m in a.query.monomials
+                   for x in m.atoms)
+    text = explain_program("vwap", query, cached)
+    assert text.count("(view cache:") == 2
+    # each cache has statements of its own (the batch's contribution to every cached price)
+    assert {s.target for s in cached.statements_for("bids")} >= set(caches)

@@ -20,16 +20,20 @@ def assert_view_matches(spark, view: str, query: str):
                            ignore_metadata=True)
 
 
-def check_view_through_batches(spark, work, view: str, query: str, depth, batches: int):
+def check_view_through_batches(spark, work, view: str, query: str, depth, batches: int,
+                               oracle: str = None, also=None):
     """CREATE the view, then after the initial load and after each of `batches` workload
-    batches, REFRESH and compare with Spark's recompute; DROP it at the end."""
+    batches, REFRESH and compare with Spark's recompute of `oracle` (default: the query);
+    `also()` runs after each comparison (further checks); DROP the view at the end."""
     options = "" if depth is None else f" WITH (depth = {depth})"
     spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
     try:
-        assert_view_matches(spark, view, query)
-        for _ in range(batches):
-            work.batch()
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            assert_view_matches(spark, view, query)
+        for i in range(batches + 1):
+            if i:
+                work.batch()
+                spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            assert_view_matches(spark, view, oracle or query)
+            if also is not None:
+                also()
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

@@ -40,7 +40,7 @@ def _view_dirs(vl):
     ("SELECT r.a, COUNT(DISTINCT r.c) FROM r GROUP BY r.a", "not yet supported by the runtime"),
     ("WITH x AS (SELECT r.a FROM r) SELECT a FROM x", "a WITH clause"),
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
-    ("SELECT r.a, (SELECT COUNT(*) FROM s) AS n FROM r", "subquery"),
+    ("SELECT r.a, SUM((SELECT COUNT(*) FROM s)) AS n FROM r GROUP BY r.a", "subquery inside an aggregate"),
     ("SELECT r.a, rand() FROM r", "rand"),
     ("SELECT SUM(r.a) OVER (PARTITION BY r.b) FROM r", "window"),
 ])

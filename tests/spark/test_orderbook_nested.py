@@ -13,14 +13,20 @@ from .oracle import assert_view_matches
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql" / "orderbook"
 # MST (four nested aggregates over a cross product) takes minutes: opt in with
 # VIEWLET_SLOW_ORACLE=1.
-QUERIES = ["vwap", "psp", "axf", "bsp", "bsv"] + (
+QUERIES = ["vwap", "vwap_cached", "psp", "axf", "bsp", "bsv"] + (
     ["mst"] if os.environ.get("VIEWLET_SLOW_ORACLE") == "1" else [])
 BATCHES = 3
 
 
-def load(name: str) -> str:
-    from viewlet.ddl import strip_comments
-    return " ".join(strip_comments((SQL_DIR / f"{name}.sql").read_text()).split())
+def load(name: str):
+    """(the file's SELECT, its WITH (...) clause or '') of a SELECT or CREATE statement file."""
+    from viewlet import ddl
+    text = " ".join(ddl.strip_comments((SQL_DIR / f"{name}.sql").read_text()).split())
+    if text.upper().startswith("CREATE"):
+        st = ddl.parse(text)
+        with_ = text[text.upper().index(" WITH ") + 1:text.upper().index(" AS ")]
+        return st.query, with_
+    return text, ""
 
 
 @pytest.mark.parametrize("name", QUERIES)
@@ -31,10 +37,12 @@ def test_orderbook_view_equals_recompute(spark, vl, tmp_path, name):
         viewlet.register_table(spark, side, path, replace=True)
     stream = orderbook.OrderBookStream(paths, seed=len(name), depth=20)
     stream.apply(stream.next_batch(40))
-    query = load(name)
+    query, options = load(name)
     view = f"book_{name}"
-    spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
+    spark.sql(f"CREATE INCREMENTAL VIEW {view} {options} AS {query}")
     try:
+        plan = spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()[0][0]
+        assert ("view cache" in plan) == ("caches" in options), plan
         assert_view_matches(spark, view, query)
         for _ in range(BATCHES):
             stream.apply(stream.next_batch(15))

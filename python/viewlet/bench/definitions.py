@@ -1,6 +1,8 @@
 """The views a benchmark runs: where their SQL comes from and which workload feeds them.
 
-A view is named either by a file (``path/to/q3.sql``) or by a name looked up as
+A file holds a SELECT, or a CREATE INCREMENTAL VIEW statement whose WITH (...) options (e.g.
+``caches = true``) the benchmark's views get. A view is named either by a file
+(``path/to/q3.sql``) or by a name looked up as
 ``<name>.sql`` in the example directories: ``$VIEWLET_SQL_DIR``, the checkout's ``sql/``
 (``sql/tpch``, ``sql/orderbook``, ...) or the copy an installed package ships
 (``viewlet/examples``). The workload (TPC-H or order book) follows from the tables the
@@ -30,6 +32,7 @@ class ViewDefinition:
     query: str         # the SELECT, comments removed, on one line
     workload: str      # TPCH or ORDERBOOK
     tables: tuple      # base tables the query reads
+    caches: bool = False   # WITH (caches = true) in the file's CREATE statement
 
 
 def search_dirs() -> List[Path]:
@@ -90,13 +93,21 @@ def resolve(specs: Sequence[str]) -> List[ViewDefinition]:
 
 
 def _definition(name: str, path: Path) -> ViewDefinition:
-    from ..ddl import strip_comments
+    from .. import ddl
 
-    query = " ".join(strip_comments(path.read_text()).split()).rstrip(";").strip()
-    if not query:
+    text = " ".join(ddl.strip_comments(path.read_text()).split()).rstrip(";").strip()
+    options = {}
+    if text.split(" ", 1)[0].upper() == "CREATE":
+        st = ddl.parse(text)
+        text, options = st.query, st.options
+        if set(options) - {"caches"}:
+            raise ViewletError(f"{path}: the benchmark chooses depths itself; of the view "
+                               "options only caches may be given.")
+    if not text:
         raise ViewletError(f"{path} holds no query.")
-    tables = _tables(query, path)
-    return ViewDefinition(name, str(path), query, _workload(tables, path), tables)
+    tables = _tables(text, path)
+    return ViewDefinition(name, str(path), text, _workload(tables, path), tables,
+                          bool(options.get("caches", False)))
 
 
 def _tables(query: str, path: Path) -> tuple:

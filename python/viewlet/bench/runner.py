@@ -224,7 +224,7 @@ class _Bench:
                        "method": method_name(depth), "name": name}
                 self.vl.drop_view(name, if_exists=True)
                 try:
-                    r = self.vl.create_view(name, v.query, depth=depth)
+                    r = self.vl.create_view(name, v.query, depth=depth, caches=v.caches)
                 except ViewletError as e:
                     rec["status"] = f"unsupported: {e}"
                 except Exception as e:      # a bug, not a refusal: note it and go on

@@ -10,7 +10,8 @@ environment supplies:
 
 Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
   * relation, batch and map atoms bind their variables from columns / keys. A variable that
-    is already bound must be equal with SQL `=`: NULL (None) never matches. Duplicate rows
+    is already bound must be equal with SQL `=`: NULL (None) never matches (group and domain
+    atoms match NULL keys NULL-safely: GROUP BY groups have NULL keys). Duplicate rows
     and multiplicities add up; a relation atom naming a subset of the columns is the
     projection (multiplicities summed).
   * Lift(x, e) binds x := e, or, when x is bound, tests x <=> e (NULL-safe). As in the
@@ -662,8 +663,9 @@ def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init
         rest = remaining[:best] + remaining[best + 1:]
         positions = tuple(i for i, v in enumerate(atom.vars) if v in binding)
         bound_values = tuple(binding[atom.vars[i]] for i in positions)
-        # GROUP BY groups: NULL is a key; a domain's NULL key matches them (the lowering
-        # binds the domain first and joins the groups with <=>)
+        # GROUP BY groups: NULL is a key; a domain (a superset of the touched keys) holds
+        # NULL keys too and matches them (the lowering binds the domain first and joins the
+        # groups with <=>)
         null_safe = isinstance(atom, (Groups, Domain))
         if any(v is None for v in bound_values) and not null_safe:
             return                        # SQL `=`: NULL never matches

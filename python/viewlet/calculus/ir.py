@@ -26,7 +26,7 @@ Composites: Sum(group, body), Add(terms), Mul(factors).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Tuple, Union
 
@@ -110,6 +110,7 @@ class Nested:
     query: "Query"
     null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
     kind: str = SUM                    # SUM or one of MULTISET_KINDS
+    cached: bool = False               # its query is kept as a view cache (compiler/caches.py)
 
     def __post_init__(self):
         if self.kind not in EMPTY_VALUE:
@@ -131,7 +132,7 @@ class Nested:
         return None if self.kind == SUM else self.query.group[-1]
 
     def with_query(self, query: "Query") -> "Nested":
-        return Nested(self.var, query, self.null_safe, self.kind)
+        return replace(self, query=query)
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,12 @@ Atom = Union[Rel, DeltaRel, MapRef, Value, Cond, Lift, Nested, Domain, Groups]
 Expr = Union[Atom, Const, Sum, Add, Mul]
 ZERO = Const(0)
 ONE = Const(1)
+
+
+def product(factors) -> "Expr":
+    """The product of a non-empty list of factors (the factor itself when there is one)."""
+    factors = tuple(factors)
+    return factors[0] if len(factors) == 1 else Mul(factors)
 
 
 def relation_atoms(atoms):

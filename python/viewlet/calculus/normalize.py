@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
 from .ir import (EMPTY_VALUE, Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef,
-                 Monomial, Mul, Nested, Query, Rel, Sum, Value)
+                 Monomial, Mul, Nested, Query, Rel, Sum, Value, walk_atoms)
 from .nulls import always_true, is_null, never_true
 from .scalar import Scalar
 
@@ -57,8 +59,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return Nested(r(atom.var), rename_inputs(atom.query, mapping, atom.inputs), atom.null_safe,
-                      atom.kind)
+        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping, atom.inputs))
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
@@ -275,7 +276,14 @@ def _fold_constant(atom: Atom):
 
 
 def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] | None:
-    """x = y between two variables (or x := y) lets one variable replace the other."""
+    """x = y between two variables (or x := y) lets one variable replace the other; so do
+    two nested aggregates x := Q and y := Q of the same query (a subquery used twice)."""
+    if isinstance(atom, Nested):
+        twin = next((a for a in atoms if isinstance(a, Nested) and a is not atom
+                     and a.var != atom.var and _same_nested(a, atom)), None)
+        if twin is not None and atom.var not in keep:
+            return {atom.var: twin.var}
+        return None
     if isinstance(atom, Cond):
         node = atom.pred.ast
         if isinstance(node, exp.EQ) and isinstance(node.left, exp.Column) \
@@ -303,6 +311,31 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
         if src not in keep:
             return {src: atom.var}
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(query: Query):
+    from ..compiler.canonical import canonicalize     # (compiler.canonical imports this module)
+    return canonicalize(query)
+
+
+def same_query(a: Query, b: Query) -> bool:
+    """a and b are the same query up to the names of their private variables (their group
+    variables, the inputs of a nested query, named alike)."""
+    return a == b or (a.group == b.group and _canonical(a) == _canonical(b))
+
+
+def _same_nested(a: Nested, b: Nested) -> bool:
+    """x := Q and y := Q' are the same nested aggregate: the same kind (MIN and MAX of one
+    multiset differ), flags and query; a multiset's value variable is private to its query."""
+    if (a.kind, a.null_safe, a.cached) != (b.kind, b.null_safe, b.cached):
+        return False
+    query = b.query
+    if a.value_var != b.value_var:
+        if a.value_var in frozenset().union(*(x.free_vars() for x in walk_atoms(b.query))):
+            return False                  # renaming would capture one of b's variables
+        query = rename_inputs(b.query, {b.value_var: a.value_var}, (b.value_var,))
+    return same_query(a.query, query)
 
 
 _KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,

@@ -17,15 +17,18 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.delta import delta
-from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from ..calculus.ir import (Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel,
+                           Value, walk_atoms)
 from ..calculus.normalize import normalize, simplify
+from .caches import with_view_caches
 from .canonical import canonicalize
 from .program import VALUE, MapDef, Program, Statement
 
 
 class Compiler:
-    def __init__(self, depth: Optional[int], view_map: str = "view_state"):
+    def __init__(self, depth: Optional[int], view_map: str = "view_state", caches: bool = False):
         self.depth = depth
+        self.caches = caches
         self.program = Program(view_map=view_map, depth=depth)
         self._by_canonical: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
         self._counter = 0
@@ -36,9 +39,13 @@ class Compiler:
         """`multisets`: the view's MIN / MAX / DISTINCT aggregates, each a query keyed by the
         view's group variables and a value (its count of rows with that value): level-0 maps
         next to the view state, maintained like it."""
+        multisets = dict(multisets or {})
+        if self.caches and (self.depth is None or self.depth >= 2):   # caches are maps
+            columns = {c: with_view_caches(q) for c, q in columns.items()}
+            multisets = {n: with_view_caches(q) for n, q in multisets.items()}
         state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
         level0 = [state]
-        for name, q in (multisets or {}).items():
+        for name, q in multisets.items():
             if tuple(q.group[:-1]) != tuple(group) or name in self.program.maps:
                 raise ValueError(f"multiset {name} must be keyed by the view's group {tuple(group)} "
                                  f"and one value, not {q.group}")
@@ -102,6 +109,14 @@ class Compiler:
         query = atom.query
         inputs = atom.inputs if isinstance(atom, Nested) else query.group
         monos = []
+        if isinstance(atom, Nested) and atom.cached:
+            # a view cache: the query as of batch start is one map keyed by the inputs; the
+            # batch's part (monomials reading the batch) is materialized as usual below
+            before = [m for m in query.monomials if not _reads_batch(m)]
+            if before:
+                monos.append(Monomial(1, (self._map_for(Query(query.group, tuple(before)),
+                                                        level + 1, cache=True),)))
+            query = Query(query.group, tuple(m for m in query.monomials if _reads_batch(m)))
         for m in query.monomials:
             bound = frozenset().union(*(a.free_vars() for a in m.atoms
                                         if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
@@ -112,10 +127,11 @@ class Compiler:
             return atom.with_query(inner)
         return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
-    def _map_for(self, definition: Query, level: int) -> MapRef:
+    def _map_for(self, definition: Query, level: int, cache: bool = False) -> MapRef:
         text, canonical_keys = canonicalize(definition)
         if text in self._by_canonical:
             name, _ = self._by_canonical[text]
+            self.program.maps[name].cache |= cache
             return MapRef(name, canonical_keys)
         self._counter += 1
         rels = "_".join(sorted({a.table.split("/")[-1].split(".")[-1] for m in definition.monomials
@@ -123,7 +139,8 @@ class Compiler:
         name = f"m{self._counter}_{_safe(rels)}"[:60]
         ordered = Query(canonical_keys, definition.monomials)
         self._by_canonical[text] = (name, canonical_keys)
-        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level)
+        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level,
+                                         cache=cache)
         self._compile_column(name, VALUE, ordered, level)
         return MapRef(name, canonical_keys)
 
@@ -198,6 +215,10 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
     return components, outside
 
 
+def _reads_batch(mono: Monomial) -> bool:
+    return any(isinstance(a, (DeltaRel, Domain)) for a in walk_atoms(Query((), (mono,))))
+
+
 def _product(atoms):
     from ..calculus.ir import Mul
     return atoms[0] if len(atoms) == 1 else Mul(tuple(atoms))
@@ -208,5 +229,5 @@ def _safe(text: str) -> str:
 
 
 def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
-                 multisets: Optional[Dict[str, Query]] = None) -> Program:
-    return Compiler(depth).compile(group, columns, multisets)
+                 multisets: Optional[Dict[str, Query]] = None, caches: bool = False) -> Program:
+    return Compiler(depth, caches=caches).compile(group, columns, multisets)

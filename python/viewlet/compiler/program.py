@@ -18,6 +18,7 @@ class MapDef:
     keys: Tuple[str, ...]              # key variables, in column order
     values: Dict[str, Query]           # value column -> Sum[keys](...) over base relations
     level: int                         # 0 for the view's own state, n for an n-th order delta
+    cache: bool = False                # a view cache: a nested query keyed by its inputs
     # A multiset of the view (MIN / MAX / DISTINCT aggregates): its first `group_keys` keys
     # are the view's group keys, the last one a value. None for other maps.
     group_keys: Optional[int] = None

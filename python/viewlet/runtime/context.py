@@ -41,10 +41,12 @@ class Viewlet:
 
     # -- views -----------------------------------------------------------------------------
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
-                    if_not_exists: bool = False) -> Dict:
+                    if_not_exists: bool = False, caches: bool = False) -> Dict:
+        """`caches`: keep inequality-correlated nested queries as view caches
+        (compiler/caches.py)."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
-        return views.create_view(self, name, sql, depth, if_not_exists)
+        return views.create_view(self, name, sql, depth, if_not_exists, caches=caches)
 
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
         if full:

@@ -25,7 +25,7 @@ class CompiledView:
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
-                       for_runtime: bool = True) -> CompiledView:
+                       caches: bool = False, for_runtime: bool = True) -> CompiledView:
     """`for_runtime=False` (`viewlet explain FILE.sql`) also compiles what the Spark runtime
     does not run yet."""
     with fresh_names():
@@ -33,7 +33,7 @@ def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
         if for_runtime:
             require_runtime_support(spec)
         program = compile_view(spec.group, spec.columns, depth,
-                               {n: m.query for n, m in spec.multisets.items()})
+                               {n: m.query for n, m in spec.multisets.items()}, caches=caches)
     return CompiledView(spec, program, depth)
 
 

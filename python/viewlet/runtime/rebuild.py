@@ -24,7 +24,7 @@ def rebuild_view(ctx, name: str) -> Dict:
                            "lists the views of this warehouse.")
     kept = {k: old.spec[k] for k in KEPT_SETTINGS if k in old.spec}
     created = views.create_view(ctx, old.name, old.spec["sql"], old.spec["depth"],
-                                replacing=old, options=kept)
+                                replacing=old, options=kept, caches=old.spec.get("caches", False))
     ctx.forget(old.id)
     ctx.store.drop(old.location)
     return {"view": old.name, "batch": 0, "changes": 0, "rows_changed": created["rows"],

@@ -25,11 +25,25 @@ def aggregate_sql(agg: AggregateSpec, types: Dict[str, Dict[str, str]]) -> str:
     return f"CASE WHEN {cnt} = 0 THEN NULL ELSE CAST({quotient} AS {t['type']}) END"
 
 
-def output_select(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: List[str]) -> List[str]:
-    """SELECT items turning a state row (keys k0.., value columns) into a result row."""
+def _state_values(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> Dict[str, str]:
+    """SQL over a state row for each variable an output expression may read: group keys,
+    aggregates, and subqueries (from their nested aggregates' state columns, cast to the type
+    Spark gives the subquery)."""
     var_sql = {var: q(k) for var, k in zip(spec.group, state_keys)}
     for agg in spec.aggregates:
         var_sql[agg.placeholder] = f"({aggregate_sql(agg, agg_types)})"
+    for var, column in spec.value_columns.items():
+        var_sql[var] = q(column)
+    for sub in spec.subqueries:
+        value = sub.expr.to_sql(var_sql.__getitem__)
+        t = agg_types.get(sub.placeholder, {}).get("type")
+        var_sql[sub.placeholder] = f"CAST(({value}) AS {t})" if t else f"({value})"
+    return var_sql
+
+
+def output_select(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: List[str]) -> List[str]:
+    """SELECT items turning a state row (keys k0.., value columns) into a result row."""
+    var_sql = _state_values(spec, agg_types, state_keys)
     items = []
     for out, col in zip(spec.outputs, layout["columns"]):
         items.append(f"CAST({out.expr.to_sql(var_sql.__getitem__)} AS {col['type']}) AS {q(col['physical'])}")
@@ -42,9 +56,7 @@ def output_select(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: Lis
 def having_sql(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> str:
     if spec.having is None:
         return "TRUE"
-    var_sql = {var: q(k) for var, k in zip(spec.group, state_keys)}
-    for agg in spec.aggregates:
-        var_sql[agg.placeholder] = f"({aggregate_sql(agg, agg_types)})"
+    var_sql = _state_values(spec, agg_types, state_keys)
     return f"COALESCE(({spec.having.to_sql(var_sql.__getitem__)}), FALSE)"
 
 

@@ -131,7 +131,7 @@ class _Draft:
 # -- CREATE ------------------------------------------------------------------------------
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 if_not_exists: bool = False, replacing: Optional[Entry] = None,
-                options: Optional[Dict] = None) -> Dict:
+                options: Optional[Dict] = None, caches: bool = False) -> Dict:
     """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry."""
     validate_name(name)
     t_start = time.perf_counter()
@@ -141,7 +141,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
                                 "use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
     recorder = RecordingResolver(ctx.resolver())
-    compiled = compile_definition(sql, recorder, depth)        # all SQL errors happen here
+    compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
     spec = compiled.spec
     view_id = uuid.uuid4().hex
     view_dir = ctx.layout.view_dir(view_id)
@@ -157,6 +157,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         progress.step("resolving column types")
         output_types = _output_types(ctx, sql, frames, location_of)
         agg_types = _aggregate_types(ctx, compiled, frames, location_of)
+        agg_types.update(_subquery_types(ctx, compiled, frames, location_of))
         layout = result_layout(spec, output_types) if depth != 0 else \
             dict(result_layout(spec, output_types), keys=[], hidden=[])
         source = _SnapshotSource(ctx, draft, versions)
@@ -192,7 +193,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
-            "table_ids": drift.table_ids(ctx, compiled.spec), **(options or {}),
+            "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches, **(options or {}),
         })
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
@@ -240,6 +241,16 @@ def _aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, 
     return {a.placeholder: {"type": fields[a.placeholder],
                             "sum_type": fields.get(a.placeholder + "_sum", fields[a.placeholder])}
             for a in spec.aggregates}
+
+
+def _subquery_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+    """Spark's type of each subquery in the view's SELECT / HAVING."""
+    probe = compiled.spec.subquery_probe
+    if probe is None:
+        return {}
+    text, params = bind_tables(probe, frames, location_of)
+    return {f.name: {"type": f.dataType.simpleString()}
+            for f in ctx.spark.sql(text, **params).schema.fields}
 
 
 def _initial_map(ctx, m, source):
@@ -453,4 +464,5 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
 
 def load_compiled(ctx, entry: Entry) -> CompiledView:
     spec = entry.spec
-    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"])
+    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"],
+                              spec.get("caches", False))

@@ -97,7 +97,10 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
             froms.append(f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({inner}) AS dd)"
                          f" AS {alias}")
             for k, var in zip(keys, atom.vars):
-                bind(var, f"{alias}.{q(k)}")
+                if var in binding:             # a superset of the touched keys: NULL too
+                    where.append(f"{binding[var]} <=> {alias}.{q(k)}")
+                else:
+                    binding[var] = f"{alias}.{q(k)}"
 
     pending = [a for a in mono.atoms if isinstance(a, (Lift, Nested, Cond, Value))]
     stage = 0

@@ -38,16 +38,16 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
         fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
              "Apply the limit when you query the view.")
-    allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from")] + \
-        list(tree.args.get("joins") or [])
+    allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from"),
+               tree.args.get("having"), tree.args.get("group")] + \
+        list(tree.args.get("joins") or []) + list(tree.expressions)
     for node in _outside_subqueries(tree):
         if node is tree:
             continue
         if isinstance(node, (exp.Select, exp.Subquery, exp.Exists)):
             if not any(a is not None and _within(node, a) for a in allowed):
-                fail("a subquery outside WHERE", node,
-                     "Subqueries are supported in WHERE (scalar, EXISTS, IN) and in FROM; "
-                     "in SELECT, GROUP BY and HAVING not yet.")
+                fail("a subquery in this clause", node,
+                     "Subqueries are supported in SELECT, FROM, WHERE, GROUP BY and HAVING.")
             continue
         if isinstance(node, exp.Filter):
             fail("FILTER (WHERE ...) on an aggregate", node,

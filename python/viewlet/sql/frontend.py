@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..calculus.ir import Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value
+from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value, product
 from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
@@ -25,6 +25,9 @@ from .ctes import inline_ctes
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
+from .quantified import rewrite_quantified
+from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
+                                push_not, subquery_nodes)
 from .tables import ColumnInfo, TableInfo, TableResolver
 
 COUNT_COLUMN = "__count"
@@ -61,6 +64,11 @@ class ViewSpec:
     from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
     var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
     distinct: bool = False                 # no aggregates, one row per distinct output row
+    # subqueries in SELECT / HAVING (sql/select_subqueries.py): placeholders in the outputs,
+    # the state column of each nested aggregate they read, and a query Spark types them with
+    subqueries: List[SubqueryValue] = field(default_factory=list)
+    value_columns: Dict[str, str] = field(default_factory=dict)
+    subquery_probe: Optional[str] = None
     # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
     multisets: Dict[str, Multiset] = field(default_factory=dict)
     # (construct, position) the compiler maintains but the Spark runtime does not yet
@@ -264,6 +272,7 @@ class _Translator:
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
+        tree = rewrite_quantified(tree, self.sql, self._table_columns)
         reject_unsupported(tree, self.sql)
         distinct = tree.args.get("distinct") is not None
 
@@ -290,7 +299,8 @@ class _Translator:
             for col in outer_columns(node):
                 if not isinstance(col.this, exp.Star):
                     self.column_var(col)
-        has_aggs = any(s.find(exp.AggFunc) for s in selects) or tree.args.get("having") is not None
+        has_aggs = any(isinstance(n, exp.AggFunc) for s in selects for n in outer_nodes(s)) \
+            or tree.args.get("having") is not None
         if group_items or has_aggs:
             spec = self._aggregate_view(tree, selects, group_items, conds)
             keys_out = {next(iter(o.expr.vars)) for o in spec.outputs if o.expr.is_var()}
@@ -300,6 +310,9 @@ class _Translator:
                     setops.distinct_as_subquery(tree))
             return spec
         return self._spj_view(tree, selects, conds, distinct)
+
+    def _table_columns(self, table: exp.Table) -> List[str]:
+        return [c.name for c in self.resolver.resolve([p.name for p in table.parts]).columns]
 
     def _add_source(self, node):
         if isinstance(node, exp.Table):
@@ -635,8 +648,20 @@ class _Translator:
         group_vars: List[str] = []
         lifts: List[Lift] = []
         group_map: Dict[str, str] = {}          # scalar key of the group expression -> var
+        having = tree.args.get("having")
+        values = SubqueryValues(self)
+        # Subqueries first: their correlated columns join the tables' atoms.
+        grouped_subqueries = set()             # GROUP BY items with subqueries: not keys
+        for node in selects + group_items:
+            for sub in subquery_nodes(node):
+                values.placeholder(sub)
+        for sub in subquery_nodes(having.this) if having is not None else []:
+            values.placeholder(sub, value=False)
         for g in group_items:
-            if g.find(exp.AggFunc):
+            if has_subquery(g):
+                grouped_subqueries.add(g.sql(dialect="spark"))
+                continue
+            if any(isinstance(n, exp.AggFunc) for n in outer_nodes(g)):
                 self.fail("an aggregate in GROUP BY", g)
             s = self.to_scalar(g)
             if s.key in group_map:
@@ -652,13 +677,34 @@ class _Translator:
 
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
-        state.add(COUNT_COLUMN, base, [])
+        self._rows = COUNT_COLUMN
+        if values.values and not group_vars:
+            # a global aggregate's one state row must exist over no rows too: it holds the
+            # subqueries' values (the row count column carries a constant 1, `__rows` counts)
+            state.columns[COUNT_COLUMN] = normalize(Add((product(base), ONE)), group=())
+            self._rows = state.add("__rows", base, [])
+        else:
+            state.add(COUNT_COLUMN, base, [])
         multisets = ViewMultisets(self, group_vars, base)
         aggregates: List[AggregateSpec] = []
         agg_by_sql: Dict[str, AggregateSpec] = {}
 
-        def replace(node: exp.Expression) -> exp.Expression:
-            """Output expression: aggregates -> placeholders, group expressions -> keys."""
+        def replace(node: exp.Expression, select: bool = True) -> exp.Expression:
+            """Output expression: aggregates -> placeholders, group expressions -> keys,
+            subqueries -> placeholders (`select`: in the SELECT list, else in HAVING)."""
+            if has_subquery(node) and node.sql(dialect="spark") in grouped_subqueries:
+                return values.expression(node)
+            if select and isinstance(node, exp.Not) and has_in_subquery(node) \
+                    and not is_subquery_node(node):
+                node = push_not(node)
+            if is_subquery_node(node):
+                value = values.placeholder(node, value=select)
+                if select and isinstance(node, (exp.Subquery, exp.Select)) \
+                        and values.outer_vars(value):
+                    self.fail("a correlated scalar subquery in the SELECT list of an aggregate "
+                              "query", node, "As in Spark: add it to GROUP BY (by position, e.g. "
+                              "GROUP BY g, 2) or use it inside an aggregate.")
+                return exp.column(value.placeholder, quoted=True)
             if isinstance(node, exp.AggFunc):
                 spec = self._aggregate(node, base, state, agg_by_sql, aggregates, multisets)
                 return exp.column(spec.placeholder, quoted=True)
@@ -677,9 +723,9 @@ class _Translator:
             new = node.copy()
             for k, v in list(new.args.items()):
                 if isinstance(v, exp.Expression):
-                    new.set(k, replace(node.args[k]))
+                    new.set(k, replace(node.args[k], select))
                 elif isinstance(v, list):
-                    new.set(k, [replace(x) if isinstance(x, exp.Expression) else x
+                    new.set(k, [replace(x, select) if isinstance(x, exp.Expression) else x
                                 for x in node.args[k]])
             return new
 
@@ -688,17 +734,29 @@ class _Translator:
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
             inner = s.this if isinstance(s, exp.Alias) else s
             outputs.append(OutputColumn(name, Scalar(replace(inner))))
-        having = None
-        if tree.args.get("having") is not None:
-            having = Scalar(replace(tree.args["having"].this))
+        having_expr = None
+        if having is not None:
+            having_expr = Scalar(replace(having.this, select=False))
+        outside = sorted(values.outer_vars() - set(group_vars))
+        if outside:
+            rel, col = self.var_columns.get(outside[0], ("", outside[0]))
+            self.fail(f"a subquery correlated on column {col}, which is not a GROUP BY key",
+                      None, "In an aggregate query a subquery may refer to GROUP BY keys only.")
+        values.add_columns(state, base, group_vars)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
-                        outputs, having, True, _from_sql(tree, group_items), dict(self.var_columns),
+                        outputs, having_expr, True, _from_sql(tree, group_items=group_items),
+                        dict(self.var_columns), subqueries=values.values,
+                        value_columns=values.columns, subquery_probe=_subquery_probe(tree, values),
                         multisets=multisets.by_name, runtime_pending=list(self.pending))
 
     def _aggregate(self, node, base, state, agg_by_sql, aggregates, multisets) -> AggregateSpec:
         key = node.sql(dialect="spark")
         if key in agg_by_sql:
             return agg_by_sql[key]
+        if has_subquery(node):
+            self.fail("a subquery inside an aggregate", node,
+                      "Subqueries are supported in WHERE, FROM, and outside aggregates in SELECT "
+                      "and HAVING.")
         if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
             self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
@@ -713,10 +771,10 @@ class _Translator:
         elif isinstance(node, exp.Count):
             arg = node.this
             if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and arg.this is not None):
-                spec = AggregateSpec("count_star", key, placeholder, None, COUNT_COLUMN)
+                spec = AggregateSpec("count_star", key, placeholder, None, self._rows)
             else:
                 cnt = state.add(f"n{idx}", base, [Cond(self.to_scalar(exp.Not(this=exp.Is(
-                    this=arg.copy(), expression=exp.Null()))))]) if self.is_nullable(arg) else COUNT_COLUMN
+                    this=arg.copy(), expression=exp.Null()))))]) if self.is_nullable(arg) else self._rows
                 spec = AggregateSpec("count", key, placeholder, None, cnt)
         elif isinstance(node, (exp.Sum, exp.Avg)):
             arg = node.this
@@ -730,7 +788,7 @@ class _Translator:
                 values = [Add(tuple(Mul((Const(c),) + tuple(Value(self.to_scalar(f)) for f in fs))
                                     for c, fs in _linear_terms(arg)))]
             total = state.add(f"s{idx}", base, values)
-            cnt = state.add(f"n{idx}", base, not_null) if not_null else COUNT_COLUMN
+            cnt = state.add(f"n{idx}", base, not_null) if not_null else self._rows
             spec = AggregateSpec("sum" if isinstance(node, exp.Sum) else "avg", key, placeholder,
                                  total, cnt)
         else:
@@ -748,9 +806,13 @@ class _Translator:
         group_vars: List[str] = []
         lifts = []
         outputs = []
+        values = SubqueryValues(self)
         for s in selects:
             inner = s.this if isinstance(s, exp.Alias) else s
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            if has_subquery(inner):
+                outputs.append(OutputColumn(name, Scalar(values.expression(inner))))
+                continue
             sc = self.to_scalar(inner)
             if sc.is_var():
                 var = next(iter(sc.vars))
@@ -760,10 +822,16 @@ class _Translator:
             if var not in group_vars:
                 group_vars.append(var)
             outputs.append(OutputColumn(name, Scalar.var(var)))
+        # the subqueries' inputs are (hidden) keys: their values are functions of the key
+        group_vars += [v for v in sorted(values.outer_vars()) if v not in group_vars]
         state = _StateColumns(self, group_vars)
-        state.add(COUNT_COLUMN, self._base_atoms(conds) + lifts, [])
+        base = self._base_atoms(conds) + lifts
+        state.add(COUNT_COLUMN, base, [])
+        values.add_columns(state, base, group_vars)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
                         None, False, _from_sql(tree), dict(self.var_columns), distinct,
+                        subqueries=values.values, value_columns=values.columns,
+                        subquery_probe=_subquery_probe(tree, values),
                         runtime_pending=list(self.pending))
 
 
@@ -866,15 +934,31 @@ def _product_factors(node: exp.Expression) -> List[exp.Expression]:
     return [node]
 
 
-def _from_sql(tree: exp.Select, group_items=None) -> str:
-    """FROM ... GROUP BY ... of the query, GROUP BY positions and aliases written out (the
-    aggregate type probe selects other columns)."""
+def _subquery_probe(tree: exp.Select, values: SubqueryValues) -> Optional[str]:
+    """A query whose columns are the view's output subqueries, for Spark's types of them
+    (without GROUP BY: a correlated one refers to GROUP BY keys, as it may per row)."""
+    if not values.values:
+        return None
+    items = ", ".join(f"{v.sql} AS `{v.placeholder}`" for v in values.values)
+    return f"SELECT {items} {_from_sql(tree, grouped=False)}"
+
+
+def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
+    """FROM ... WHERE ... [GROUP BY ...] of the query; GROUP BY positions and aliases are
+    written out (`group_items`), since the text gets another select list."""
     t = tree.copy()
-    if group_items and t.args.get("group") is not None:
-        t.set("group", exp.Group(expressions=[g.copy() for g in group_items]))
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
     t.set("distinct", None)
+    if not grouped:
+        t.set("group", None)
+    elif group_items is not None and t.args.get("group") is not None:
+        # a subquery item is a function of the other keys: the same groups without it
+        keys = [g.copy() for g in group_items if not has_subquery(g)]
+        if keys:
+            t.args["group"].set("expressions", keys)
+        else:
+            t.set("group", None)
     text = t.sql(dialect="spark", comments=False)
     assert text.startswith("SELECT 1 ")
     return text[len("SELECT 1 "):]

@@ -42,21 +42,37 @@ class SubqueryTranslator:
         rewritten = self._walk(pred, positive=True)
         return self.atoms + [Cond(Scalar(rewritten))]
 
+    def value(self, node: exp.Expression) -> exp.Expression:
+        """A subquery (scalar, EXISTS, IN) used as a value, e.g. in SELECT. There Spark 4.0
+        evaluates `x [NOT] IN (subquery)` two-valued: where SQL says NULL (no match, but x
+        or some row NULL) it gives FALSE, for IN and NOT IN alike (NOT NOT cancels first)."""
+        self.two_valued = True
+        return self._walk(node, positive=False)
+
+    two_valued = False
+
+    def condition(self, node: exp.Expression) -> exp.Expression:
+        """A subquery in a condition (e.g. in HAVING): SQL's three-valued logic."""
+        return self._walk(node, positive=False)
+
     def _walk(self, node: exp.Expression, positive: bool) -> exp.Expression:
         """The predicate over variables, subqueries replaced by expressions over fresh
         variables bound by nested aggregates. `positive`: only ANDs above (an IN that must
         be true)."""
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
             return exp.column(self.scope.column_var(node), quoted=True)
+        if self.two_valued and isinstance(node, exp.Not):
+            negated, inner = _negations(node)
+            if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+                value = self._in(inner, False)
+                value = exp.Not(this=value) if negated else value
+                return exp.Coalesce(this=value, expressions=[exp.false()])
+        if self.two_valued and isinstance(node, exp.In) and node.args.get("query") is not None:
+            return exp.Coalesce(this=self._in(node, False), expressions=[exp.false()])
         if isinstance(node, exp.Exists):
             return self._exists(node.this)
         if isinstance(node, exp.In) and node.args.get("query") is not None:
             return self._in(node, positive)
-        if isinstance(node, (exp.All, exp.Any)):
-            self.scope.fail(f"{node.key.upper()} (subquery)", node,
-                            "Quantified comparisons (ALL / ANY / SOME) are not supported yet: "
-                            "x > ALL (SELECT y ...) is NOT EXISTS (SELECT ... WHERE NOT x > y), "
-                            "x > ANY (...) is EXISTS (SELECT ... WHERE x > y) (mind NULLs).")
         if isinstance(node, exp.Subquery):
             return self._scalar(node.this)
         if isinstance(node, exp.Select):
@@ -261,6 +277,16 @@ class SubqueryTranslator:
         var = self.scope.fresh("x")
         self.atoms.append(Lift(var, Scalar(expr)))
         return var
+
+
+def _negations(node: exp.Expression):
+    """(odd number of NOTs?, the expression under the chain of NOTs and parentheses)."""
+    negated = False
+    while isinstance(node, (exp.Not, exp.Paren)):
+        if isinstance(node, exp.Not):
+            negated = not negated
+        node = node.this
+    return negated, node
 
 
 def _var(name: str) -> exp.Expression:

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
 from .base import Snapshot, TableStore, Txn
+from .update_feed import SIGN_COLUMN, CommitLog, is_unreliable_update, rows_from_files
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 # Reader features a plain Parquet read of the snapshot files would get wrong.
@@ -144,7 +145,9 @@ class DeltaRsStore(TableStore):
         signs = pa.array([_SIGN[k] for k in kinds], pa.int64())
         data_cols = [c for c in table.column_names
                      if c not in ("_change_type", "_commit_version", "_commit_timestamp")]
-        return table.select(data_cols).append_column("_viewlet_sign", signs)
+        changes = table.select(data_cols).append_column(SIGN_COLUMN, signs)
+        return _repair_updates(dt, path, changes, table.column("_commit_version"),
+                               after_version, to_version)
 
     def create(self, path, data, txn=None, metadata=None, properties=None):
         _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
@@ -223,6 +226,25 @@ class DeltaRsStore(TableStore):
         import fsspec  # remote stores: delete through fsspec when it is installed
         fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=self.options or {})
         fs.rm(paths[0], recursive=True)
+
+
+def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: int,
+                    to_version: int) -> pa.Table:
+    """Replace the change rows of delta-rs UPDATE commits (wrong on tables with duplicate
+    rows, see update_feed.py) by the rows of the files those commits replaced."""
+    import pyarrow.compute as pc
+    log = CommitLog(dt.table_uri)
+    unreliable = {}
+    for v in range(after_version + 1, to_version + 1):
+        actions = log.actions(v)
+        if actions is not None and is_unreliable_update(actions):
+            unreliable[v] = actions
+    if not unreliable:
+        return changes
+    kept = changes.filter(pc.invert(pc.is_in(versions, pa.array(sorted(unreliable), versions.type))))
+    schema = pa.schema([f for f in changes.schema if f.name != SIGN_COLUMN])
+    fixed = [rows_from_files(log, path, v, actions, schema) for v, actions in unreliable.items()]
+    return pa.concat_tables([kept] + [f.cast(changes.schema) for f in fixed])
 
 
 def _key_predicate(keys: Sequence[str]) -> str:

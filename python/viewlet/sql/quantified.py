@@ -1,0 +1,137 @@
+"""Quantified comparisons `x op ALL | ANY | SOME (SELECT y FROM ... WHERE p)`.
+
+Spark 4.0 does not parse them, so Viewlet rewrites them, in the view's query before
+translating it and in every query text it hands to Spark (types, depth 0), into SQL's
+three-valued definition over three row counts of the subquery, each a scalar COUNT subquery
+(so each becomes one nested aggregate of the calculus):
+
+  x op ALL (S):  S empty -> TRUE; some row with x op y FALSE -> FALSE;
+                 x NULL or some y NULL -> NULL; else TRUE
+  x op ANY (S):  some row with x op y TRUE -> TRUE; S empty -> FALSE;
+                 x NULL or some y NULL -> NULL; else FALSE
+
+`x` moves into the subqueries, so its unqualified columns are first qualified with the
+enclosing query's table aliases (a subquery table with a column of the same name would
+capture them otherwise).
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+from sqlglot import exp
+
+from ..errors import UnsupportedSQL
+from .checks import position_of
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def rewrite_quantified(tree: exp.Expression, sql: str,
+                       columns_of: Callable[[exp.Table], Sequence[str]]) -> exp.Expression:
+    """tree with every quantified comparison replaced (the tree is changed in place).
+    `columns_of(table)` lists a FROM table's column names."""
+    found = [n for n in tree.find_all(exp.All, exp.Any)]
+    for node in reversed(found):               # inner ones first: outer copies carry them
+        _replace(node, sql, columns_of)
+    return tree
+
+
+def _fail(sql, construct, node, detail=""):
+    raise UnsupportedSQL(construct, detail, position_of(node), sql)
+
+
+def _replace(node, sql, columns_of):
+    kind = "ALL" if isinstance(node, exp.All) else "ANY / SOME"
+    cmp = node.parent
+    if not isinstance(cmp, _COMPARISONS) or cmp.args.get("expression") is not node:
+        _fail(sql, f"{kind} outside a comparison", node,
+              "Write x = ANY (SELECT ...), x > ALL (SELECT ...) and so on.")
+    select = node.this.this if isinstance(node.this, exp.Subquery) else node.this
+    if not isinstance(select, exp.Select):
+        _fail(sql, f"{kind} over a list (only subqueries)", node,
+              f"Compare with each value, or write the values as IN (...).")
+    if len(select.expressions) != 1 or isinstance(select.expressions[0], exp.Star):
+        _fail(sql, f"{kind} with a subquery not returning exactly one column", node)
+    if select.args.get("group") is not None or select.args.get("having") is not None or \
+            any(isinstance(n, exp.AggFunc) for n in select.expressions[0].walk()):
+        _fail(sql, f"{kind} with an aggregating subquery", node,
+              "Compare with a scalar subquery instead: x > (SELECT MAX(...) ...) is not "
+              "supported, x > ALL (SELECT y ...) over plain rows is.")
+    item = select.expressions[0]
+    y = item.this if isinstance(item, exp.Alias) else item
+    x = _qualified(cmp.this, cmp, columns_of)
+
+    def count(extra: Optional[exp.Expression]) -> exp.Expression:
+        s = select.copy()
+        s.set("distinct", None)                # row counts > 0 do not see duplicates
+        s.set("expressions", [exp.Count(this=exp.Star())])
+        if extra is not None:
+            where = s.args.get("where")
+            s.set("where", exp.Where(this=extra if where is None else exp.and_(
+                exp.Paren(this=where.this), exp.Paren(this=extra))))
+        return exp.Subquery(this=s)
+
+    def positive(sub):
+        return exp.GT(this=sub, expression=exp.Literal.number(0))
+
+    holds = type(cmp)(this=x.copy(), expression=y.copy())
+    rows = exp.EQ(this=count(None), expression=exp.Literal.number(0))
+    unknown = exp.Or(this=exp.Is(this=x.copy(), expression=exp.Null()),
+                     expression=positive(count(exp.Is(this=y.copy(), expression=exp.Null()))))
+    if isinstance(node, exp.All):
+        arms = [(rows, exp.true()), (positive(count(exp.Not(this=exp.Paren(this=holds)))), exp.false()),
+                (unknown, exp.null())]
+        default = exp.true()
+    else:
+        arms = [(positive(count(holds)), exp.true()), (rows, exp.false()), (unknown, exp.null())]
+        default = exp.false()
+    case = exp.Case(ifs=[exp.If(this=c, true=v) for c, v in arms], default=default)
+    cmp.replace(exp.Paren(this=case))
+
+
+def _qualified(x: exp.Expression, at: exp.Expression, columns_of) -> exp.Expression:
+    """x with its unqualified columns qualified by the alias of the enclosing query's table
+    that has them (the nearest enclosing SELECT first)."""
+    x = x.copy()
+    for col in list(x.find_all(exp.Column)):
+        if col.table or isinstance(col.this, exp.Star) or _inside_subquery(col, x):
+            continue
+        alias = _owner(col.name, at, columns_of)
+        if alias is not None:
+            col.set("table", exp.to_identifier(alias))
+    return x
+
+
+def _inside_subquery(node, root) -> bool:
+    node = node.parent
+    while node is not None and node is not root:
+        if isinstance(node, (exp.Select, exp.Subquery)):
+            return True
+        node = node.parent
+    return False
+
+
+def _owner(name: str, at: exp.Expression, columns_of) -> Optional[str]:
+    scope = at.parent
+    low = name.lower()
+    while scope is not None:
+        if isinstance(scope, exp.Select):
+            owners = [alias for alias, cols in _sources(scope, columns_of)
+                      if low in (c.lower() for c in cols)]
+            if len(owners) == 1:
+                return owners[0]
+            if owners:
+                return None                    # ambiguous: the translator reports it
+        scope = scope.parent
+    return None
+
+
+def _sources(select: exp.Select, columns_of):
+    from_ = select.args.get("from_") or select.args.get("from")
+    items: List = [from_.this] if from_ is not None else []
+    items += [j.this for j in select.args.get("joins") or []]
+    for item in items:
+        if isinstance(item, exp.Table):
+            yield item.alias_or_name, columns_of(item)
+        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
+            yield item.alias_or_name, [e.alias_or_name for e in item.this.expressions]

@@ -1,0 +1,97 @@
+"""Change rows of UPDATE commits written by delta-rs, read from the files they replaced.
+
+delta-rs (seen in 1.6.6) writes the change data of an UPDATE as a *set* difference of the
+pre- and post-images: on a table with duplicate rows, rows whose new value equals another
+updated row's old value vanish from the feed, both images. The data files such a commit adds
+and removes are right, so for these commits the change is read from them instead: every row
+of a removed file is a deletion, every row of an added file an insertion. Rows the update
+copied unchanged appear once with each sign; they cancel when a batch is netted per row
+(runtime/batch.py pre-aggregates every batch), so the result is the exact multiset change.
+
+Commits by other writers (delta-spark, Databricks) and delta-rs DELETE/MERGE commits keep
+their change data files, which are correct.
+"""
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Optional, Sequence
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from ..errors import ChangeFeedError
+
+SIGN_COLUMN = "_viewlet_sign"
+
+
+class CommitLog:
+    """Reads single commit files of a table's _delta_log."""
+
+    def __init__(self, table_uri: str):
+        self.fs, root = pafs.FileSystem.from_uri(table_uri)
+        self.root = root.rstrip("/")
+
+    def actions(self, version: int) -> Optional[List[Dict]]:
+        """The actions of one commit, or None when its log file is gone (cleaned up)."""
+        path = f"{self.root}/_delta_log/{version:020d}.json"
+        try:
+            with self.fs.open_input_stream(path) as f:
+                text = f.read().decode("utf-8")
+        except (FileNotFoundError, OSError):
+            return None
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def read_file(self, rel_path: str, schema: pa.Schema, partition_values: Dict[str, str],
+                  columns: Sequence[str]) -> pa.Table:
+        path = unquote(rel_path)
+        full = path if "://" in path or path.startswith("/") else f"{self.root}/{path}"
+        if "://" in full:
+            full = pafs.FileSystem.from_uri(full)[1]
+        stored = [c for c in columns if c not in partition_values]
+        table = pq.read_table(full, columns=stored, filesystem=self.fs)
+        out = []
+        for c in columns:
+            field = schema.field(c)
+            if c in partition_values:
+                raw = partition_values[c]
+                value = pa.array([raw] * table.num_rows, pa.string())
+                out.append(value.cast(field.type) if raw is not None
+                           else pa.nulls(table.num_rows, field.type))
+            else:
+                out.append(table.column(c).cast(field.type))
+        return pa.Table.from_arrays(out, schema=pa.schema([schema.field(c) for c in columns]))
+
+
+def is_unreliable_update(actions: List[Dict]) -> bool:
+    """An UPDATE committed by delta-rs: its change data files cannot be trusted."""
+    info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+    writer = str(info.get("engineInfo") or info.get("clientVersion") or "")
+    return info.get("operation") == "UPDATE" and writer.startswith("delta-rs")
+
+
+def rows_from_files(log: CommitLog, path: str, version: int, actions: List[Dict],
+                    schema: pa.Schema) -> pa.Table:
+    """The commit's change as signed rows: removed files -1, added files +1."""
+    columns = schema.names
+    parts = []
+    for action in actions:
+        kind = "remove" if "remove" in action else "add" if "add" in action else None
+        if kind is None or not action[kind].get("dataChange", True):
+            continue
+        a = action[kind]
+        try:
+            rows = log.read_file(a["path"], schema, a.get("partitionValues") or {}, columns)
+        except (FileNotFoundError, OSError) as e:
+            raise ChangeFeedError(
+                f"Cannot read the change of version {version} of {path}: the data file "
+                f"{a['path']} is gone ({e}); the table's history was vacuumed past the view's "
+                "watermark. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view from the "
+                "current data.") from None
+        sign = -1 if kind == "remove" else 1
+        parts.append(rows.append_column(SIGN_COLUMN, pa.array([sign] * rows.num_rows, pa.int64())))
+    if not parts:
+        return pa.Table.from_arrays([pa.array([], f.type) for f in schema] + [pa.array([], pa.int64())],
+                                    names=columns + [SIGN_COLUMN])
+    return pa.concat_tables(parts)
