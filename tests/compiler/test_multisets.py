@@ -163,11 +163,11 @@ def _changed_keys(before, after):
     return {k for k in set(before) | set(after) if before.get(k, 0) != after.get(k, 0)}
 
 
-def check_program(sql, depth, seed=0, batches=8, tables=TYPED, row=null_heavy_row):
+def check_program(sql, depth, seed=0, batches=8, tables=TYPED, row=null_heavy_row, caches=False):
     """Maps equal their definitions, the rows derived from them equal DuckDB's, and a batch
     changes no group's row outside the groups `Program.result_sources` says it touched.
     Returns the number of batches after which the view had rows."""
-    spec, program = compile_sql(sql, depth=depth, tables=tables)
+    spec, program = compile_sql(sql, depth=depth, tables=tables, caches=caches)
     rng = random.Random(f"{sql}|{seed}")
     initial = {t: [(row(rng, t), 1) for _ in range(rng.randrange(3, 9))]
                for t in program.relations()}
@@ -206,6 +206,27 @@ def check_program(sql, depth, seed=0, batches=8, tables=TYPED, row=null_heavy_ro
 @pytest.mark.parametrize("name,depth", DEPTH_CASES, ids=[f"{n}-depth{d}" for n, d in DEPTH_CASES])
 def test_program_rows_equal_sql(name, depth):
     check_program(SHAPES[name], depth)
+
+
+CACHED = {
+    # inequality correlations: the nested multisets become view caches keyed by input and value
+    "scalar_min_theta": SHAPES["scalar_min_theta"],
+    "count_distinct_theta": "SELECT r.a, COUNT(*) FROM r WHERE r.b < (SELECT COUNT(DISTINCT s.c) "
+                            "FROM s WHERE s.b > r.a) GROUP BY r.a",
+    "view_min_over_theta": "SELECT r.a, MIN(r.b), MAX(r.b) FROM r WHERE r.b >= (SELECT "
+                           "MAX(s.c) FROM s WHERE s.b <= r.a) GROUP BY r.a",
+}
+
+
+@pytest.mark.parametrize("name,depth", [(n, d) for n in CACHED for d in (None, 2)])
+def test_view_caches_of_nested_multisets(name, depth):
+    """With the caches option a nested MIN / MAX / DISTINCT aggregate correlated on an
+    inequality is kept as a cache keyed by its inputs and its value; the program still gives
+    DuckDB's rows after every batch."""
+    _, program = compile_sql(CACHED[name], depth=depth, tables=TYPED, caches=True)
+    caches = [m for m in program.maps.values() if m.cache]
+    assert caches and all(len(m.keys) == 2 for m in caches), dump(program)
+    check_program(CACHED[name], depth, caches=True)
 
 
 def test_update_moving_the_minimum_touches_its_group_through_the_multiset_only():
