@@ -58,7 +58,8 @@ def _agg_value(agg, state, key, values_of):
 def group_rows(spec, state):
     """{group key: (output row, copies)} derived from the state as the runtime does: the
     groups with rows (one global row always), HAVING applied, aggregates of multiset kinds
-    read from their multisets."""
+    read from their multisets, subqueries of SELECT / HAVING from their state columns and
+    multisets."""
     counts = state[COUNT_COLUMN]
     keys = set(counts)
     if spec.is_aggregate and not spec.group:
@@ -78,6 +79,14 @@ def group_rows(spec, state):
         binding = dict(zip(spec.group, key))
         for agg in spec.aggregates:
             binding[agg.placeholder] = _agg_value(agg, state, key, values_of)
+        # subqueries in SELECT / HAVING: nested sums from state columns, nested MIN / MAX /
+        # DISTINCT aggregates from their multisets (runtime/result.py `_state_values`)
+        for var, column in spec.value_columns.items():
+            binding[var] = state[column].get(key, 0)
+        for var, (name, kind) in spec.value_multisets.items():
+            binding[var] = multiset_value(kind, values_of(name, key))
+        for sub in spec.subqueries:
+            binding[sub.placeholder] = eval_scalar(sub.expr, binding)
         if spec.having is not None and eval_scalar(spec.having, binding) is not True:
             continue
         row = tuple(_plain(eval_scalar(o.expr, binding)) for o in spec.outputs)

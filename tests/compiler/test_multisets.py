@@ -75,6 +75,20 @@ SHAPES = {
     "max_of_sums": "SELECT x.b FROM (SELECT s.b, SUM(s.c) AS tot FROM s GROUP BY s.b) x "
                    "WHERE x.tot = (SELECT MAX(y.tot) FROM (SELECT s.b, SUM(s.c) AS tot FROM s "
                    "GROUP BY s.b) y)",
+    # in SELECT and HAVING subqueries: multisets of the view per state group
+    "select_min": "SELECT r.a, (SELECT MIN(s.c) FROM s WHERE s.b = r.a) FROM r",
+    "select_strings_dates": "SELECT u.k, (SELECT MAX(u2.s) FROM u u2 WHERE u2.k = u.k), "
+                            "(SELECT MIN(u3.d) FROM u u3 WHERE u3.k = u.k) AS d FROM u",
+    "select_theta_count_distinct": "SELECT r.a, r.b, (SELECT COUNT(DISTINCT s.c) FROM s "
+                                   "WHERE s.b < r.b) FROM r",
+    "select_uncorrelated_in_aggregate": "SELECT r.a, SUM(r.b) + (SELECT SUM(DISTINCT s.c) FROM s), "
+                                        "(SELECT MAX(t.d) FROM t) FROM r GROUP BY r.a",
+    "global_select_avg_distinct": "SELECT COUNT(*), (SELECT AVG(DISTINCT t.d) FROM t), "
+                                  "(SELECT MIN(t.c) FROM t) FROM r",
+    "having_max": "SELECT r.a, COUNT(*) FROM r GROUP BY r.a HAVING COUNT(*) >= (SELECT MAX(s.c) "
+                  "FROM s WHERE s.b = r.a) OR r.a IS NULL",
+    "having_min_below_max": "SELECT r.a, SUM(r.b) FROM r GROUP BY r.a HAVING (SELECT MIN(s.c) "
+                            "FROM s WHERE s.b = r.a) < (SELECT MAX(s.c) FROM s WHERE s.b = r.a)",
     # WITH clauses
     "with_q15_shape": "WITH rev AS (SELECT s.b AS k, SUM(s.c) AS tot FROM s GROUP BY s.b) "
                       "SELECT r.a, rev.tot FROM r, rev WHERE r.b = rev.k "
@@ -85,7 +99,7 @@ SHAPES = {
 }
 DEPTH_CASES = [(n, None) for n in SHAPES] + [
     (n, d) for n in ("min_max", "global", "left_join", "scalar_min", "from_min_max",
-                     "with_q15_shape", "join", "scalar_min_theta")
+                     "with_q15_shape", "join", "scalar_min_theta", "select_min", "having_max")
     for d in (0, 1)] + [(n, 2) for n in ("join", "scalar_min", "distinct_mixed")]
 
 
@@ -267,6 +281,35 @@ def test_nested_kinds_are_distinct_maps_of_one_multiset():
     assert sorted(a.kind for a in nested) == ["max", "min"]
     maps = {m.name for a in nested for m in walk_atoms(a.query) if isinstance(m, MapRef)}
     assert len(maps) == 1 and program.maps[maps.pop()].level == 1, dump(program)
+
+
+def test_select_and_having_subqueries_read_view_multisets():
+    """A nested MIN / MAX / DISTINCT aggregate of a SELECT or HAVING subquery has no state
+    column: its multiset per state group is a multiset of the view (MIN and MAX of one
+    subquery share it), which the result reads like a MIN / MAX aggregate's."""
+    spec = spec_of(SHAPES["having_min_below_max"], TYPED)
+    assert not spec.value_columns and len(spec.multisets) == 1, spec.value_multisets
+    (name,) = spec.multisets
+    assert sorted(spec.value_multisets.values()) == [(name, "max"), (name, "min")]
+    assert spec.multisets[name].query.group[:-1] == spec.group
+    spec = spec_of("SELECT r.a, COUNT(*), (SELECT COUNT(*) FROM s WHERE s.b = r.a), "
+                   "(SELECT MAX(s.c) FROM s WHERE s.b = r.a) FROM r GROUP BY r.a, 3, 4", TYPED)
+    assert len(spec.value_columns) == 1 and len(spec.value_multisets) == 1
+
+
+def test_a_subquery_of_a_kind_used_twice_is_one_nested_aggregate():
+    """Two copies of a MIN subquery (value variables named apart) unify into one nested
+    aggregate; a MIN and a MAX of the same rows do not."""
+    from viewlet.calculus.ir import Nested
+    twice = spec_of("SELECT r.a FROM r WHERE r.b > (SELECT MIN(s.c) FROM s) "
+                    "AND r.a < (SELECT MIN(x.c) FROM s x)", TYPED)
+    both = spec_of("SELECT r.a FROM r WHERE r.b > (SELECT MIN(s.c) FROM s) "
+                   "AND r.a < (SELECT MAX(x.c) FROM s x)", TYPED)
+
+    def kinds(spec):
+        (q,) = spec.columns.values()
+        return sorted(a.kind for m in q.monomials for a in m.atoms if isinstance(a, Nested))
+    assert kinds(twice) == ["min"] and kinds(both) == ["max", "min"]
 
 
 def test_explain_names_the_kind():

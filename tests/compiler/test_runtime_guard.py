@@ -17,6 +17,9 @@ from viewlet.runtime.definition import compile_definition
     ("SELECT x.b FROM (SELECT s.b, AVG(DISTINCT s.c) AS m FROM s GROUP BY s.b) x",
      "AVG(DISTINCT s.c) in a subquery"),
     ("WITH x AS (SELECT a FROM r) SELECT a FROM x", "a WITH clause"),
+    ("SELECT r.a, (SELECT MIN(s.c) FROM s WHERE s.b = r.a) FROM r", "MIN(s.c) in a subquery"),
+    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a HAVING COUNT(*) > (SELECT COUNT(DISTINCT s.c) "
+     "FROM s)", "COUNT(DISTINCT s.c) in a subquery"),
 ])
 def test_pending_constructs_are_refused_for_the_runtime(sql, construct):
     with pytest.raises(UnsupportedSQL) as err:

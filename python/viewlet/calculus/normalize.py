@@ -325,17 +325,23 @@ def same_query(a: Query, b: Query) -> bool:
     return a == b or (a.group == b.group and _canonical(a) == _canonical(b))
 
 
+def same_multiset(a: Query, b: Query) -> bool:
+    """Two multisets (queries whose last group variable is a value) are the same up to the
+    names of their private variables, the value among them."""
+    va, vb = a.group[-1], b.group[-1]
+    if va != vb:
+        if va in frozenset().union(*(x.free_vars() for x in walk_atoms(b))):
+            return False                  # renaming would capture one of b's variables
+        b = rename_inputs(b, {vb: va}, (vb,))
+    return same_query(a, b)
+
+
 def _same_nested(a: Nested, b: Nested) -> bool:
     """x := Q and y := Q' are the same nested aggregate: the same kind (MIN and MAX of one
     multiset differ), flags and query; a multiset's value variable is private to its query."""
     if (a.kind, a.null_safe, a.cached) != (b.kind, b.null_safe, b.cached):
         return False
-    query = b.query
-    if a.value_var != b.value_var:
-        if a.value_var in frozenset().union(*(x.free_vars() for x in walk_atoms(b.query))):
-            return False                  # renaming would capture one of b's variables
-        query = rename_inputs(b.query, {b.value_var: a.value_var}, (b.value_var,))
-    return same_query(a.query, query)
+    return same_query(a.query, b.query) if a.value_var is None else same_multiset(a.query, b.query)
 
 
 _KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,

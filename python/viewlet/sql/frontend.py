@@ -71,6 +71,9 @@ class ViewSpec:
     subquery_probe: Optional[str] = None
     # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
     multisets: Dict[str, Multiset] = field(default_factory=dict)
+    # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
+    # (multiset, kind); the variable's value for a group is that aggregate of its multiset
+    value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     # (construct, position) the compiler maintains but the Spark runtime does not yet
     runtime_pending: List[Tuple[str, Optional[int]]] = field(default_factory=list)
 
@@ -742,12 +745,13 @@ class _Translator:
             rel, col = self.var_columns.get(outside[0], ("", outside[0]))
             self.fail(f"a subquery correlated on column {col}, which is not a GROUP BY key",
                       None, "In an aggregate query a subquery may refer to GROUP BY keys only.")
-        values.add_columns(state, base, group_vars)
+        values.add_columns(state, base, group_vars, multisets)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
                         outputs, having_expr, True, _from_sql(tree, group_items=group_items),
                         dict(self.var_columns), subqueries=values.values,
                         value_columns=values.columns, subquery_probe=_subquery_probe(tree, values),
-                        multisets=multisets.by_name, runtime_pending=list(self.pending))
+                        multisets=multisets.by_name, value_multisets=values.multisets,
+                        runtime_pending=list(self.pending))
 
     def _aggregate(self, node, base, state, agg_by_sql, aggregates, multisets) -> AggregateSpec:
         key = node.sql(dialect="spark")
@@ -827,11 +831,13 @@ class _Translator:
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])
-        values.add_columns(state, base, group_vars)
+        multisets = ViewMultisets(self, group_vars, base)
+        values.add_columns(state, base, group_vars, multisets)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
                         None, False, _from_sql(tree), dict(self.var_columns), distinct,
                         subqueries=values.values, value_columns=values.columns,
                         subquery_probe=_subquery_probe(tree, values),
+                        multisets=multisets.by_name, value_multisets=values.multisets,
                         runtime_pending=list(self.pending))
 
 

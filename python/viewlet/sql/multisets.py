@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from sqlglot import exp
 
 from ..calculus.ir import COUNT_DISTINCT, MAX, MIN, SUM_DISTINCT, Cond, Lift, Mul, Query
-from ..calculus.normalize import normalize
+from ..calculus.normalize import normalize, same_multiset
 from ..calculus.scalar import Scalar
 
 AVG_DISTINCT = "avg_distinct"            # a view aggregate over two multiset values
@@ -37,7 +37,9 @@ class Multiset:
 
     name: str
     query: Query
-    arg_sql: str                         # the aggregated expression, Spark SQL over base columns
+    # the aggregated expression, Spark SQL over base columns (None for the multiset of a
+    # subquery in SELECT / HAVING: its type is the subquery's, see ViewSpec.subquery_probe)
+    arg_sql: Optional[str]
 
     @property
     def group(self) -> Tuple[str, ...]:
@@ -75,9 +77,12 @@ def multiset_aggregate(node: exp.Expression, fail) -> Optional[Tuple[str, exp.Ex
 
 def multiset_body(tr, base: List, arg: exp.Expression, value: str) -> List:
     """The factors of a multiset over the rows `base`: value := arg, for non-NULL values."""
-    return base + [Lift(value, tr.to_scalar(arg)),
-                   Cond(Scalar(exp.Not(this=exp.Is(this=exp.column(value, quoted=True),
-                                                   expression=exp.Null()))))]
+    return base + [Lift(value, tr.to_scalar(arg)), not_null(value)]
+
+
+def not_null(var: str) -> Cond:
+    return Cond(Scalar(exp.Not(this=exp.Is(this=exp.column(var, quoted=True),
+                                           expression=exp.Null()))))
 
 
 class ViewMultisets:
@@ -99,6 +104,19 @@ class ViewMultisets:
             self._by_arg[key] = name
         return self._by_arg[key]
 
+    def add_query(self, query: Query) -> str:
+        """A multiset given as its query, keyed by the view's group and a value (a subquery's
+        in SELECT / HAVING, see sql/select_subqueries.py); equal queries share one."""
+        if query.group[:-1] != self.group:
+            raise ValueError(f"a multiset of the view is keyed by {self.group} and a value, "
+                             f"not {query.group}")
+        for name, m in self.by_name.items():
+            if same_multiset(m.query, query):
+                return name
+        name = f"{MULTISET_PREFIX}{len(self.by_name)}"
+        self.by_name[name] = Multiset(name, query, None)
+        return name
+
 
 __all__ = ["Multiset", "ViewMultisets", "multiset_aggregate", "multiset_body",
-           "MULTISET_AGGREGATES", "AVG_DISTINCT"]
+           "MULTISET_AGGREGATES", "AVG_DISTINCT", "not_null"]
