@@ -18,7 +18,9 @@ def explain_program(name: str, sql: str, program: Program) -> str:
     lines = [f"Incremental view {name}", f"  depth: {depth_text(program.depth)}",
              f"  query: {' '.join(sql.split())}", "", "Maps:"]
     for m in program.maps.values():
-        role = "view state" if m.name == program.view_map else f"order-{m.level} delta map"
+        role = "view state" if m.name == program.view_map else \
+            "multiset of the view state (MIN / MAX / DISTINCT)" if m.group_keys is not None \
+            else f"order-{m.level} delta map"
         if m.cache:
             role = f"view cache: order-{m.level} map of a nested query by its input variables"
         lines.append(f"  {m.name}[{', '.join(m.keys)}]  ({role})")

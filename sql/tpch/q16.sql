@@ -1,13 +1,30 @@
--- TPC-H Q16 (parts/supplier relationship), streaming form.
+-- TPC-H Q16 (parts/supplier relationship), the official query.
 -- Changes from the official query:
---   * no ORDER BY.
--- Refused by Viewlet so far: COUNT(DISTINCT ...).
-SELECT p_brand, p_type, p_size, COUNT(DISTINCT ps_suppkey) AS supplier_cnt
-FROM partsupp, part
-WHERE p_partkey = ps_partkey
-  AND p_brand <> 'Brand#45'
-  AND p_type NOT LIKE 'MEDIUM POLISHED%'
-  AND p_size IN (49, 14, 23, 45, 19, 3, 36, 9)
-  AND ps_suppkey NOT IN (
-    SELECT s_suppkey FROM supplier WHERE s_comment LIKE '%Customer%Complaints%')
-GROUP BY p_brand, p_type, p_size
+--   * no ORDER BY (a view is unordered; order when you read it).
+-- COUNT(DISTINCT ps_suppkey) reads a multiset of suppliers per group (a map keyed by the
+-- group and ps_suppkey); NOT IN is a nested count, exact with NULLs.
+select
+    p_brand,
+    p_type,
+    p_size,
+    count(distinct ps_suppkey) as supplier_cnt
+from
+    partsupp,
+    part
+where
+    p_partkey = ps_partkey
+    and p_brand <> 'Brand#45'
+    and p_type not like 'MEDIUM POLISHED%'
+    and p_size in (49, 14, 23, 45, 19, 3, 36, 9)
+    and ps_suppkey not in (
+        select
+            s_suppkey
+        from
+            supplier
+        where
+            s_comment like '%Customer%Complaints%'
+    )
+group by
+    p_brand,
+    p_type,
+    p_size

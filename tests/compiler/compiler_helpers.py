@@ -48,7 +48,8 @@ def spec_of(sql: str, tables=None):
 
 def compile_sql(sql: str, depth: Optional[int] = None, tables=None, caches: bool = False):
     spec = translate(sql, FakeResolver(tables))
-    return spec, compile_view(spec.group, spec.columns, depth, caches=caches)
+    return spec, compile_view(spec.group, spec.columns, depth,
+                              {n: m.query for n, m in spec.multisets.items()}, caches=caches)
 
 
 def dump(program) -> str:

@@ -2,7 +2,8 @@
 (the calculus queries evaluated by the reference evaluator, the result rows derived from the
 state as runtime/result.py does) against DuckDB running the view's SQL on the same rows.
 
-Used for constructs whose semantics live in the translation (outer joins, DISTINCT, UNION):
+Used for constructs whose semantics live in the translation (outer joins, DISTINCT, UNION,
+MIN / MAX and DISTINCT aggregates read from multisets):
 fast enough to try many shapes and seeds; the Spark oracle (tests/spark) is the real check
 of types and the batch path."""
 from __future__ import annotations
@@ -13,19 +14,38 @@ from fractions import Fraction
 
 import duckdb
 
-from viewlet.calculus.evaluate import eval_scalar, evaluate
+from viewlet.calculus.evaluate import eval_scalar, evaluate, multiset_value
+from viewlet.calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from viewlet.calculus.scalar import Scalar
+from viewlet.compiler.program import VALUE
 from viewlet.sql.frontend import COUNT_COLUMN
+from viewlet.sql.multisets import AVG_DISTINCT
 
 _DUCK_TYPES = {"int": "INTEGER", "bigint": "BIGINT", "string": "VARCHAR", "date": "DATE"}
 
 
 def state_rows(spec, relations):
-    """{column: {key: value}} of the view state over the relations."""
-    return {col: evaluate(q, relations=relations) for col, q in spec.columns.items()}
+    """{state column or multiset name: {key: value}} of the view state and its multisets
+    over the relations."""
+    out = {col: evaluate(q, relations=relations) for col, q in spec.columns.items()}
+    out.update({name: evaluate(m.query, relations=relations) for name, m in spec.multisets.items()})
+    return out
 
 
-def _agg_value(agg, state, key):
+def program_state(spec, program, sim):
+    """The same from a simulated program's maps (what the runtime derives the view from)."""
+    out = dict(sim.maps[program.view_map])
+    out.update({name: sim.maps[name][VALUE] for name in spec.multisets})
+    return out
+
+
+def _agg_value(agg, state, key, values_of):
+    if agg.multiset is not None:
+        counts = values_of(agg.multiset, key)
+        if agg.kind == AVG_DISTINCT:
+            n = multiset_value(COUNT_DISTINCT, counts)
+            return None if n == 0 else Fraction(multiset_value(SUM_DISTINCT, counts)) / n
+        return multiset_value(agg.kind, counts)
     count = state[agg.count_column].get(key, 0)
     if agg.kind in ("count", "count_star"):
         return count
@@ -35,23 +55,69 @@ def _agg_value(agg, state, key):
     return total if agg.kind == "sum" else Fraction(total) / count
 
 
-def view_rows(spec, relations) -> Counter:
-    """The view's result rows (a bag) derived from its state."""
-    state = state_rows(spec, relations)
+def group_rows(spec, state):
+    """{group key: (output row, copies)} derived from the state as the runtime does: the
+    groups with rows (one global row always), HAVING applied, aggregates of multiset kinds
+    read from their multisets, subqueries of SELECT / HAVING from their state columns and
+    multisets."""
     counts = state[COUNT_COLUMN]
     keys = set(counts)
     if spec.is_aggregate and not spec.group:
         keys = {()}
-    out = Counter()
+    index = {}
+    for name in spec.multisets:
+        by_group = {}
+        for k, c in state[name].items():
+            by_group.setdefault(k[:-1], {})[k[-1]] = c
+        index[name] = by_group
+
+    def values_of(name, key):
+        return index[name].get(key, {})
+
+    out = {}
     for key in keys:
         binding = dict(zip(spec.group, key))
         for agg in spec.aggregates:
-            binding[agg.placeholder] = _agg_value(agg, state, key)
+            binding[agg.placeholder] = _agg_value(agg, state, key, values_of)
+        # subqueries in SELECT / HAVING: nested sums from state columns, nested MIN / MAX /
+        # DISTINCT aggregates from their multisets (runtime/result.py `_state_values`)
+        for var, column in spec.value_columns.items():
+            binding[var] = state[column].get(key, 0)
+        for var, (name, kind) in spec.value_multisets.items():
+            binding[var] = multiset_value(kind, values_of(name, key))
+        for sub in spec.subqueries:
+            binding[sub.placeholder] = eval_scalar(sub.expr, binding)
         if spec.having is not None and eval_scalar(spec.having, binding) is not True:
             continue
         row = tuple(_plain(eval_scalar(o.expr, binding)) for o in spec.outputs)
-        out[row] += 1 if spec.is_aggregate or spec.distinct else counts[key]
+        out[key] = (row, 1 if spec.is_aggregate or spec.distinct else counts[key])
+    return out
+
+
+def rows_from_state(spec, state) -> Counter:
+    out = Counter()
+    for row, copies in group_rows(spec, state).values():
+        out[row] += copies
     return +out
+
+
+def view_rows(spec, relations) -> Counter:
+    """The view's result rows (a bag) derived from its state."""
+    return rows_from_state(spec, state_rows(spec, relations))
+
+
+def net(relations):
+    """Relations as lists of (row, positive multiplicity): inserts and deletes netted."""
+    out = {}
+    for name, rows in relations.items():
+        counts = Counter()
+        first = {}
+        for row, m in rows:
+            key = tuple(sorted(row.items()))
+            counts[key] += m
+            first.setdefault(key, row)
+        out[name] = [(dict(first[k]), m) for k, m in counts.items() if m > 0]
+    return out
 
 
 def duckdb_rows(sql: str, tables, relations) -> Counter:
@@ -81,4 +147,5 @@ def _plain(v):
     return v
 
 
-__all__ = ["view_rows", "duckdb_rows", "state_rows", "Scalar"]
+__all__ = ["view_rows", "duckdb_rows", "state_rows", "program_state", "group_rows",
+           "rows_from_state", "net", "Scalar"]

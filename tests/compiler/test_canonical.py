@@ -37,6 +37,19 @@ def test_different_definitions_differ(a, b):
     assert canonicalize(a)[0] != canonicalize(b)[0]
 
 
+def test_nested_aggregate_kinds_differ():
+    """(x := MIN of a multiset) and (x := MAX of it) are different definitions; the same kind
+    over the same multiset is the same one."""
+    from viewlet.calculus.ir import Nested
+    ms = query(["k", "v"], rel("s", b="k", c="v"))
+
+    def over(kind):
+        return query(["k"], rel("r", a="k"), Nested("x", ms, kind=kind), "x")
+    texts = {kind: canonicalize(over(kind))[0] for kind in ("min", "max", "count_distinct")}
+    assert len(set(texts.values())) == 3, texts
+    assert canonicalize(over("min"))[0] == texts["min"]
+
+
 
 def test_projections_on_different_columns_differ():
     # Sum[k](r(a=k)) counts r by column a, Sum[k](r(b=k)) by column b

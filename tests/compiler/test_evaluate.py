@@ -211,8 +211,16 @@ def test_like_year_substring_and_decimal_cast():
     assert eval_scalar(Scalar.parse("x LIKE 'a%c_'"), {"x": "abcd"}) is True
     assert eval_scalar(Scalar.parse("x LIKE '%green%'"), {"x": "dark grey"}) is False
     assert eval_scalar(Scalar.parse("x LIKE 'a'"), {"x": None}) is None
+    # sqlglot parses `x NOT LIKE p` as one LIKE node with negate=True
+    assert eval_scalar(Scalar.parse("x NOT LIKE '%special%'"), {"x": "plain"}) is True
+    assert eval_scalar(Scalar.parse("x NOT LIKE '%special%'"), {"x": "a special"}) is False
+    assert eval_scalar(Scalar.parse("x NOT LIKE 'a'"), {"x": None}) is None
     assert eval_scalar(Scalar.parse("YEAR(x)"), {"x": datetime.date(1995, 3, 1)}) == 1995
     assert eval_scalar(Scalar.parse("SUBSTRING(x, 1, 2)"), {"x": "13-555"}) == "13"
+    d = datetime.date
+    assert eval_scalar(Scalar.parse("DATE '1996-01-31' + INTERVAL '1' MONTH"), {}) == d(1996, 2, 29)
+    assert eval_scalar(Scalar.parse("x - INTERVAL 1 DAY"), {"x": d(1996, 3, 1)}) == d(1996, 2, 29)
+    assert eval_scalar(Scalar.parse("x + INTERVAL '1' YEAR"), {"x": d(1996, 2, 29)}) == d(1997, 2, 28)
     # Spark rounds decimals HALF_UP when casting
     assert eval_scalar(Scalar.parse("CAST(x AS DECIMAL(10, 1))"), {"x": Decimal("2.25")}) == \
         Fraction(23, 10)

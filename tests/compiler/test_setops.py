@@ -38,6 +38,8 @@ SHAPES = {
                                 "JOIN s ON x.b = s.b",
     "having_subquery": "SELECT x.a, x.sb FROM (SELECT r.a, SUM(r.b) AS sb FROM r GROUP BY r.a "
                        "HAVING COUNT(*) > 1 AND r.a IS NOT NULL) x",
+    "having_unselected_column": "SELECT x.a FROM (SELECT r.a, COUNT(*) AS n FROM r "
+                                "GROUP BY r.a HAVING SUM(r.b) > 1) x",
 }
 PROGRAM_CASES = [(n, None) for n in SHAPES] + [(n, 1) for n in ("union_all", "union",
                                                                 "aggregate_over_union")]

@@ -33,7 +33,12 @@ def _view_dirs(vl):
 
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
-    ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN()"),
+    # compiled, but not run by the Spark runtime yet (runtime/definition.py
+    # require_runtime_support)
+    ("SELECT r.a, MIN(r.c) FROM r GROUP BY r.a", "MIN(r.c) at line 1, column 13 of the query. "
+                                                 "It compiles"),
+    ("SELECT r.a, COUNT(DISTINCT r.c) FROM r GROUP BY r.a", "not yet supported by the runtime"),
+    ("WITH x AS (SELECT r.a FROM r) SELECT a FROM x", "a WITH clause"),
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
     ("SELECT r.a, SUM((SELECT COUNT(*) FROM s)) AS n FROM r GROUP BY r.a", "subquery inside an aggregate"),
     ("SELECT r.a, rand() FROM r", "rand"),

@@ -19,8 +19,12 @@ from .oracle import assert_view_matches
 # ~3.5 minutes together; Q17a (2 minutes alone) has the shape of Q17, so it is left to "all";
 # Q13 is the official text with its LEFT OUTER JOIN
 DEFAULT = ["q18a", "q22a", "q4", "q17", "q22", "q13"]
-ALL = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "q10", "q11", "q12", "q13", "q14",
-       "q15", "q17", "q18", "q19", "q20", "q21", "q22", "q11a", "q17a", "q18a", "q22a", "ssb4"]
+# Q2 (MIN), Q15 (WITH, MAX) and Q16 (COUNT(DISTINCT)) compile and are checked by the compiler
+# tests (tests/compiler/test_tpch_nested.py); the Spark runtime refuses them until it lowers
+# multisets (runtime/definition.py require_runtime_support). Q2 and Q15 run in their
+# streaming forms (MIN / MAX as NOT EXISTS) meanwhile.
+ALL = ["q1", "q2_streaming", "q15_streaming", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "q10", "q11", "q12", "q13", "q14",
+       "q17", "q18", "q19", "q20", "q21", "q22", "q11a", "q17a", "q18a", "q22a", "ssb4"]
 QUERIES = ALL if os.environ.get("VIEWLET_TPCH_ORACLE") == "all" else DEFAULT
 BATCHES = 2
 

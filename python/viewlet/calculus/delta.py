@@ -8,11 +8,13 @@ A nested aggregate follows [J] §5.3: d(x := Q) = (x := Q + dQ) - (x := Q). When
 monomial of dQ binds Q's input variables (equality correlation on the batch), the difference
 is non-zero only for the inputs dQ touches, so it is multiplied by Domain(dQ) (the range-
 restricted variant; Hot Dog's domain extraction for batches): the enclosing query is then
-evaluated only for those inputs instead of over its whole range.
+evaluated only for those inputs instead of over its whole range. The rule holds for every
+kind of nested aggregate: a MIN / MAX / DISTINCT aggregate is a function of its multiset Q
+(keyed by inputs and value), Q + dQ is the new multiset, and the domain is over the inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import product as cartesian
 
 from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Mul, Nested, Query,
@@ -57,10 +59,14 @@ def binds_inputs(query: Query) -> bool:
     return bool(query.monomials)
 
 
+def _inputs(atom):
+    return atom.inputs if isinstance(atom, Nested) else atom.query.group
+
+
 def _with_query(atom, query: Query):
     if isinstance(atom, Groups):
         return Groups(query)
-    return replace(atom, query=query)
+    return atom.with_query(query)
 
 
 def _delta_nested(atom, table: str) -> Expr:
@@ -71,8 +77,9 @@ def _delta_nested(atom, table: str) -> Expr:
     new = _with_query(atom, Query(atom.query.group,
                                   simplify(atom.query.monomials + dq.monomials, atom.query.group)))
     diff = Add((new, Mul((Const(-1), atom))))
-    if atom.query.group and binds_inputs(dq):
-        return Mul((domain_of(dq), diff))
+    touched = Query(_inputs(atom), dq.monomials)        # the inputs whose value may change
+    if touched.group and binds_inputs(touched):
+        return Mul((domain_of(touched), diff))
     return diff
 
 
@@ -117,9 +124,10 @@ class _NestedGroup:
             news.append(_with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
                                                                        a.query.group))))
         diff = Add((Mul(tuple(news)), Mul((Const(-1),) + tuple(self.atoms))))
-        group = dqs[0].group
-        if group and all(dq.group == group and binds_inputs(dq) for dq in dqs):
-            union = Query(group, tuple(m for dq in dqs for m in dq.monomials))
+        group = _inputs(self.atoms[0])
+        touched = [Query(_inputs(a), dq.monomials) for a, dq in zip(self.atoms, dqs)]
+        if group and all(t.group == group and binds_inputs(t) for t in touched):
+            union = Query(group, tuple(m for t in touched for m in t.monomials))
             return Mul((domain_of(union), diff))
         return diff
 

@@ -20,8 +20,9 @@ Semantics (the same as the Spark lowering in `viewlet.spark.lower`):
   * Cond(p) keeps a binding when p is true (NULL is not true).
   * Value(e) multiplies by e; a NULL value contributes 0 (SUM ignores NULLs).
 Scalars are interpreted from their sqlglot AST with SQL three-valued logic (columns, literals,
-DATE 'yyyy-mm-dd', arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, IN (list), BETWEEN,
-CASE, IF, COALESCE; anything else raises NotImplementedError); decimals are computed exactly
+DATE 'yyyy-mm-dd', arithmetic, date +/- INTERVAL n DAY/MONTH/YEAR, comparisons, AND/OR/NOT,
+IS [NOT] NULL, [NOT] LIKE, IN (list), BETWEEN, CASE, IF, COALESCE; anything else raises
+NotImplementedError); decimals are computed exactly
 (as fractions); division by zero is NULL.
 
 `run_program(program, relations, batches)` simulates Viewlet's batch semantics (see
@@ -37,7 +38,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from sqlglot import exp
 
-from .ir import Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from .ir import (COUNT_DISTINCT, EMPTY_VALUE, MIN, SUM, SUM_DISTINCT, Const, Cond, DeltaRel, Domain,
+                 Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value)
 from .scalar import Scalar
 
 Row = Mapping[str, Any]
@@ -205,6 +207,8 @@ def _compile(node: exp.Expression) -> Fn:
             v = inner(b)
             return None if v is None else -_num(v, "-")
         return neg
+    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+        return _date_plus_interval(node)
     if type(node) in _ARITH:
         op = _arith(_ARITH[type(node)])
         left, right = _compile(node.this), _compile(node.expression)
@@ -284,6 +288,7 @@ def _compile(node: exp.Expression) -> Fn:
         return _compile(node.this)                    # doubles kept exact: tests compare exactly
     if isinstance(node, exp.Like):
         inner, pattern = _compile(node.this), _compile(node.expression)
+        negate = bool(node.args.get("negate"))         # sqlglot's `x NOT LIKE p`
 
         def like(b):
             v, p = inner(b), pattern(b)
@@ -291,7 +296,7 @@ def _compile(node: exp.Expression) -> Fn:
                 return None
             import re
             rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in p)
-            return re.fullmatch(rx, v, re.S) is not None
+            return (re.fullmatch(rx, v, re.S) is not None) != negate
         return like
     if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
         return _compile(node.this)
@@ -353,6 +358,31 @@ def _compile(node: exp.Expression) -> Fn:
                               f"({node.sql(dialect='spark')})")
 
 
+def _date_plus_interval(node) -> Fn:
+    """date +/- INTERVAL 'n' DAY | MONTH | YEAR, as Spark computes it (months clamp the day
+    to the month's last day)."""
+    import calendar
+    from datetime import timedelta
+    interval = node.expression
+    unit = (interval.unit.name if interval.unit is not None else "").upper().rstrip("S")
+    if unit not in ("DAY", "MONTH", "YEAR"):
+        raise NotImplementedError(f"reference evaluator: INTERVAL {unit}")
+    base, amount = _compile(node.this), _compile(interval.this)
+    sign = -1 if isinstance(node, exp.Sub) else 1
+
+    def shift(b):
+        d, n = base(b), amount(b)
+        if d is None or n is None:
+            return None
+        n = sign * int(Fraction(str(n)))
+        if unit == "DAY":
+            return d + timedelta(days=n)
+        months = d.year * 12 + d.month - 1 + (12 * n if unit == "YEAR" else n)
+        year, month = divmod(months, 12)
+        return date(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]))
+    return shift
+
+
 # ---------------------------------------------------------------------------------------------
 # environments
 # ---------------------------------------------------------------------------------------------
@@ -401,6 +431,16 @@ class _Tables:
         key = ("grouped", query)
         if key not in self._by_atom:
             self._by_atom[key] = _evaluate(query, self)
+        return self._by_atom[key]
+
+    def multisets(self, query) -> Dict[tuple, Dict[Any, Any]]:
+        """A multiset query evaluated per input key: {inputs: {value: count}} (cached)."""
+        key = ("multisets", query)
+        if key not in self._by_atom:
+            out: Dict[tuple, Dict[Any, Any]] = {}
+            for k, count in self.grouped(query).items():
+                out.setdefault(k[:-1], {})[k[-1]] = count
+            self._by_atom[key] = out
         return self._by_atom[key]
 
     def entries(self, atom) -> Dict[tuple, Any]:
@@ -494,16 +534,48 @@ def _evaluate(query: Query, tables: "_Tables") -> Dict[tuple, Any]:
 
 
 def _nested_value(atom: Nested, binding, tables: "_Tables"):
-    """x := Q for the inputs bound in `binding` (0 when Q has no rows for them)."""
-    key = tuple(binding[g] for g in atom.query.group)
-    if atom.null_safe:                 # a GROUP BY group: NULL keys match
-        return tables.grouped(atom.query).get(key, 0)
-    init = {g: binding[g] for g in atom.query.group}
-    total = 0
-    for mono in atom.query.monomials:
-        for _, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
-            total = total + mult
-    return _tidy(total)
+    """x := Q for the inputs bound in `binding` (0 when Q has no rows for them; a multiset
+    kind's value over its values with a positive count)."""
+    key = tuple(binding[g] for g in atom.inputs)
+    if atom.kind == SUM:
+        if atom.null_safe:                 # a GROUP BY group: NULL keys match
+            return tables.grouped(atom.query).get(key, 0)
+        init = {g: binding[g] for g in atom.inputs}
+        total = 0
+        for mono in atom.query.monomials:
+            for _, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
+                total = total + mult
+        return _tidy(total)
+    if atom.null_safe:
+        counts = tables.multisets(atom.query).get(key, {})
+    else:
+        init = {g: binding[g] for g in atom.inputs}
+        counts = {}
+        for mono in atom.query.monomials:
+            for k, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
+                counts[k[-1]] = counts.get(k[-1], 0) + mult
+    return multiset_value(atom.kind, counts)
+
+
+def multiset_value(kind: str, counts: Mapping[Any, Any]):
+    """MIN / MAX / COUNT(DISTINCT) / SUM(DISTINCT) of a multiset given as {value: count}: over
+    the non-NULL values with a positive count (NULL, or 0 for COUNT, when there is none)."""
+    present = [v for v, c in counts.items() if c != 0]
+    if None in present or any(counts[v] < 0 for v in present):
+        raise ValueError(f"reference evaluator: a multiset holds NULL or a negative count: "
+                         f"{dict(counts)}")
+    if kind == COUNT_DISTINCT:
+        return len(present)
+    if not present:
+        return EMPTY_VALUE[kind]
+    if kind == SUM_DISTINCT:
+        return _tidy(sum(_num(v, "SUM(DISTINCT)") for v in present))
+    values = [_exact(v) for v in present]
+    best = values[0]
+    for v in values[1:]:
+        if _cmp_values(v, best, (lambda p, q: p < q) if kind == MIN else (lambda p, q: p > q)):
+            best = v
+    return _tidy(best)
 
 
 def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init=None):

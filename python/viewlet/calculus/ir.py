@@ -12,16 +12,21 @@ Atoms:
   Value(e)                the value of the scalar e over bound variables
   Cond(p)                 1 when the predicate p holds, else 0 (NULL is not true)
   Lift(x, e)              the assignment x := e (binds x; multiplicity 1)
-  Nested(x, Q)            the assignment x := Q of a nested aggregate: Q is a query whose
+  Nested(x, Q, kind)      the assignment x := Q of a nested aggregate: Q is a query whose
                           group variables are its inputs (correlation variables, bound by the
-                          enclosing monomial); x is Q's value for them, 0 when Q is empty
+                          enclosing monomial); x is Q's value for them, 0 when Q is empty.
+                          Kinds other than `sum` read Q as a multiset: Q's last group variable
+                          is a value, Q's multiplicity the number of rows with it, and x is the
+                          least / greatest value with a positive count (MIN / MAX, NULL when
+                          there is none), the number of such values (COUNT(DISTINCT)) or their
+                          sum (SUM(DISTINCT), NULL when there is none)
   Domain(Q)               1 for each binding of Q's group variables where Q has rows: the
                           keys a batch touches (Hot Dog domain extraction); only in deltas
 Composites: Sum(group, body), Add(terms), Mul(factors).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Tuple, Union
 
@@ -92,19 +97,42 @@ class Lift:
         return frozenset({self.var}) | self.expr.vars
 
 
+SUM = "sum"
+MIN, MAX, COUNT_DISTINCT, SUM_DISTINCT = "min", "max", "count_distinct", "sum_distinct"
+MULTISET_KINDS = (MIN, MAX, COUNT_DISTINCT, SUM_DISTINCT)
+# a nested aggregate's value over no rows (for inputs no row matches)
+EMPTY_VALUE = {SUM: 0, COUNT_DISTINCT: 0, MIN: None, MAX: None, SUM_DISTINCT: None}
+
+
 @dataclass(frozen=True)
 class Nested:
     var: str
     query: "Query"
     null_safe: bool = False            # inputs match NULL keys too (GROUP BY groups)
+    kind: str = SUM                    # SUM or one of MULTISET_KINDS
     cached: bool = False               # its query is kept as a view cache (compiler/caches.py)
 
+    def __post_init__(self):
+        if self.kind not in EMPTY_VALUE:
+            raise ValueError(f"unknown nested aggregate kind {self.kind!r}")
+        if self.kind != SUM and not self.query.group:
+            raise ValueError(f"a {self.kind} nested aggregate needs a value variable")
+
     def free_vars(self):
-        return frozenset({self.var}) | frozenset(self.query.group)
+        return frozenset({self.var}) | frozenset(self.inputs)
 
     @property
     def inputs(self) -> Tuple[str, ...]:
-        return self.query.group
+        """The correlation variables (a multiset's value variable is private to Q)."""
+        return self.query.group if self.kind == SUM else self.query.group[:-1]
+
+    @property
+    def value_var(self):
+        """A multiset's value variable (Q's last group variable); None for a sum."""
+        return None if self.kind == SUM else self.query.group[-1]
+
+    def with_query(self, query: "Query") -> "Nested":
+        return replace(self, query=query)
 
 
 @dataclass(frozen=True)

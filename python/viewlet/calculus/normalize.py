@@ -18,8 +18,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from sqlglot import exp
 
-from .ir import (Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Monomial,
-                 Mul, Nested, Query, Rel, Sum, Value)
+from .ir import (EMPTY_VALUE, Add, Atom, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef,
+                 Monomial, Mul, Nested, Query, Rel, Sum, Value, walk_atoms)
 from .nulls import always_true, is_null, never_true
 from .scalar import Scalar
 
@@ -59,7 +59,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, Lift):
         return Lift(r(atom.var), atom.expr.rename(mapping))
     if isinstance(atom, Nested):
-        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping))
+        return replace(atom, var=r(atom.var), query=rename_inputs(atom.query, mapping, atom.inputs))
     if isinstance(atom, Groups):
         return Groups(rename_inputs(atom.query, mapping))
     if isinstance(atom, Domain):
@@ -67,9 +67,11 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     raise TypeError(type(atom).__name__)
 
 
-def rename_inputs(query: Query, mapping: Dict[str, str]) -> Query:
-    """Rename a nested query's group (input) variables; its private variables are its own."""
-    inner = {k: v for k, v in mapping.items() if k in query.group}
+def rename_inputs(query: Query, mapping: Dict[str, str], inputs=None) -> Query:
+    """Rename a nested query's input variables (default: its group variables); its private
+    variables, a multiset's value variable among them, are its own."""
+    inputs = query.group if inputs is None else inputs
+    inner = {k: v for k, v in mapping.items() if k in inputs}
     if not inner:
         return query
     group = tuple(dict.fromkeys(inner.get(g, g) for g in query.group))
@@ -192,8 +194,9 @@ def _project_unused_columns(atoms, keep: frozenset):
 def _propagate_constants(atoms: List[Atom], keep: frozenset):
     """Partial evaluation of constant assignments: for `x := c` (c without variables, e.g. an
     outer join's NULL padding), c replaces x in the monomial's conditions, values and other
-    assignments, a nested aggregate correlated by `=` on a NULL input is 0 (no row matches
-    NULL), and the assignment goes once nothing else reads x. None when nothing changes."""
+    assignments, a nested aggregate correlated by `=` on a NULL input has its value over no
+    rows (no row matches NULL), and the assignment goes once nothing else reads x. None when
+    nothing changes."""
     constants: Dict[str, Lift] = {}
     defined: Dict[str, int] = {}
     for a in atoms:
@@ -216,8 +219,10 @@ def _propagate_constants(atoms: List[Atom], keep: frozenset):
         elif isinstance(a, Lift) and a.expr.vars & values.keys():
             new = Lift(a.var, a.expr.substitute(values))
         elif isinstance(a, Nested) and not a.null_safe and any(
-                is_null(values[g].ast) for g in a.inputs if g in values) and _binds_inputs(a.query):
-            new = Lift(a.var, Scalar(exp.Literal.number(0)))
+                is_null(values[g].ast) for g in a.inputs if g in values) \
+                and _binds_inputs(a.query, a.inputs):
+            empty = EMPTY_VALUE[a.kind]
+            new = Lift(a.var, Scalar(exp.Null() if empty is None else exp.Literal.number(empty)))
         changed = changed or new is not a
         out.append(new)
     used = frozenset().union(*(a.free_vars() - ({a.var} if isinstance(a, Lift) else set())
@@ -227,15 +232,15 @@ def _propagate_constants(atoms: List[Atom], keep: frozenset):
     return kept if changed or len(kept) != len(out) else None
 
 
-def _binds_inputs(query: Query) -> bool:
-    """Every monomial binds the query's inputs through relation, batch or map atoms (so the
-    lowering correlates them with SQL `=`)."""
+def _binds_inputs(query: Query, inputs) -> bool:
+    """Every monomial binds the inputs through relation, batch or map atoms (so the lowering
+    correlates them with SQL `=`)."""
     for m in query.monomials:
         bound = set()
         for a in m.atoms:
             if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups)):
                 bound |= set(a.vars)
-        if not set(query.group) <= bound:
+        if not set(inputs) <= bound:
             return False
     return True
 
@@ -275,8 +280,7 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
     two nested aggregates x := Q and y := Q of the same query (a subquery used twice)."""
     if isinstance(atom, Nested):
         twin = next((a for a in atoms if isinstance(a, Nested) and a is not atom
-                     and a.var != atom.var and (a.null_safe, a.cached) == (atom.null_safe, atom.cached)
-                     and same_query(a.query, atom.query)), None)
+                     and a.var != atom.var and _same_nested(a, atom)), None)
         if twin is not None and atom.var not in keep:
             return {atom.var: twin.var}
         return None
@@ -319,6 +323,25 @@ def same_query(a: Query, b: Query) -> bool:
     """a and b are the same query up to the names of their private variables (their group
     variables, the inputs of a nested query, named alike)."""
     return a == b or (a.group == b.group and _canonical(a) == _canonical(b))
+
+
+def same_multiset(a: Query, b: Query) -> bool:
+    """Two multisets (queries whose last group variable is a value) are the same up to the
+    names of their private variables, the value among them."""
+    va, vb = a.group[-1], b.group[-1]
+    if va != vb:
+        if va in frozenset().union(*(x.free_vars() for x in walk_atoms(b))):
+            return False                  # renaming would capture one of b's variables
+        b = rename_inputs(b, {vb: va}, (vb,))
+    return same_query(a, b)
+
+
+def _same_nested(a: Nested, b: Nested) -> bool:
+    """x := Q and y := Q' are the same nested aggregate: the same kind (MIN and MAX of one
+    multiset differ), flags and query; a multiset's value variable is private to its query."""
+    if (a.kind, a.null_safe, a.cached) != (b.kind, b.null_safe, b.cached):
+        return False
+    return same_query(a.query, b.query) if a.value_var is None else same_multiset(a.query, b.query)
 
 
 _KIND_ORDER = {DeltaRel: 0, Domain: 1, Groups: 1, Rel: 2, MapRef: 3, Nested: 4, Lift: 5, Value: 6, Cond: 7,

@@ -1,7 +1,7 @@
 """Readable AGCA-style text for expressions, monomials and queries (used by EXPLAIN)."""
 from __future__ import annotations
 
-from .ir import (Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
+from .ir import (SUM, Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
                  Sum, Value)
 
 
@@ -21,7 +21,10 @@ def show(node) -> str:
     if isinstance(node, Lift):
         return f"({node.var} := {node.expr.key})"
     if isinstance(node, Nested):
-        return f"({node.var} := {show(node.query)})"
+        if node.kind == SUM:
+            return f"({node.var} := {show(node.query)})"
+        # the multiset's value variable named: (x := MIN[v] Sum[inputs, v](...))
+        return f"({node.var} := {node.kind.upper()}[{node.value_var}] {show(node.query)})"
     if isinstance(node, Groups):
         return f"Groups[{', '.join(node.query.group)}]({show(node.query)})"
     if isinstance(node, Domain):

@@ -14,7 +14,9 @@ for `p`, which is everywhere the monomial looks (R binds `p` there), so the rewr
 The rewritten query binds its inputs, and the compiler materializes it as one map (the cache,
 keyed by `p`; EXPLAIN marks it); its own triggers add a batch's contribution to every cached
 value (|values| x |batch|) and evaluate new input values once. It pays when the inputs'
-active domain is small (a price grid) and costs a map of that size otherwise.
+active domain is small (a price grid) and costs a map of that size otherwise. A MIN / MAX /
+DISTINCT aggregate's query is a multiset keyed by its inputs and a value: its cache is keyed
+by both, and restricted on the inputs only.
 """
 from __future__ import annotations
 
@@ -37,18 +39,19 @@ def _monomial(mono: Monomial) -> Monomial:
     for a in mono.atoms:
         if isinstance(a, Nested):
             a = replace(a, query=with_view_caches(a.query))
-            if not a.cached and a.inputs and not binds_inputs(a.query):
+            if not a.cached and a.inputs and not binds_inputs(Query(a.inputs, a.query.monomials)):
                 binder = next((r for r in relations if set(a.inputs) <= set(r.vars)), None)
                 if binder is not None:
-                    a = replace(a, query=_restricted(a.query, binder), cached=True)
+                    a = replace(a, query=_restricted(a.query, a.inputs, binder), cached=True)
         atoms.append(a)
     return Monomial(mono.coef, tuple(atoms))
 
 
-def _restricted(query: Query, binder: Rel) -> Query:
-    """query times the indicator of the input values `binder` holds."""
-    cols = [(c, v) for c, v in zip(binder.columns, binder.vars) if v in query.group]
+def _restricted(query: Query, inputs, binder: Rel) -> Query:
+    """query times the indicator of the input values `binder` holds (a MIN / MAX / DISTINCT
+    aggregate's multiset: its value variable is not an input, the cache is keyed by both)."""
+    cols = [(c, v) for c, v in zip(binder.columns, binder.vars) if v in inputs]
     values = Rel(binder.table, tuple(c for c, _ in cols), tuple(v for _, v in cols))
-    domain = Groups(Query(query.group, (Monomial(1, (values,)),)))
+    domain = Groups(Query(tuple(inputs), (Monomial(1, (values,)),)))
     return Query(query.group, simplify([Monomial(m.coef, (domain,) + m.atoms)
                                         for m in query.monomials], keep=query.group))

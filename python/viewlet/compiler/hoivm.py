@@ -14,7 +14,6 @@ and aggregation pushdown into the maps, and duplicate-map elimination.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.delta import delta
@@ -35,18 +34,31 @@ class Compiler:
         self._counter = 0
 
     # -- entry point -------------------------------------------------------------------
-    def compile(self, group: Sequence[str], columns: Dict[str, Query]) -> Program:
+    def compile(self, group: Sequence[str], columns: Dict[str, Query],
+                multisets: Optional[Dict[str, Query]] = None) -> Program:
+        """`multisets`: the view's MIN / MAX / DISTINCT aggregates, each a query keyed by the
+        view's group variables and a value (its count of rows with that value): level-0 maps
+        next to the view state, maintained like it."""
+        multisets = dict(multisets or {})
         if self.caches and (self.depth is None or self.depth >= 2):   # caches are maps
             columns = {c: with_view_caches(q) for c, q in columns.items()}
+            multisets = {n: with_view_caches(q) for n, q in multisets.items()}
         state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
-        self.program.maps[state.name] = state
-        if self.depth == 0:
-            for rel in sorted(state.relations()):
-                for col, q in columns.items():
-                    self.program.add_statement(rel, Statement(state.name, col, q, "reevaluate"))
-            return self.program
-        for col, q in columns.items():
-            self._compile_column(state.name, col, q, level=0)
+        level0 = [state]
+        for name, q in multisets.items():
+            if tuple(q.group[:-1]) != tuple(group) or name in self.program.maps:
+                raise ValueError(f"multiset {name} must be keyed by the view's group {tuple(group)} "
+                                 f"and one value, not {q.group}")
+            level0.append(MapDef(name, q.group, {VALUE: q}, level=0, group_keys=len(group)))
+        for m in level0:
+            self.program.maps[m.name] = m
+        for m in level0:
+            for col, q in m.values.items():
+                if self.depth == 0:
+                    for rel in sorted(q.relations()):
+                        self.program.add_statement(rel, Statement(m.name, col, q, "reevaluate"))
+                else:
+                    self._compile_column(m.name, col, q, level=0)
         return self.program
 
     # -- recursion ---------------------------------------------------------------------
@@ -92,7 +104,10 @@ class Compiler:
         return Monomial(mono.coef, tuple(new_atoms))
 
     def _materialize_inner(self, atom, level: int):
+        """A nested query's monomials as maps keyed by its group variables: a MIN / MAX /
+        DISTINCT aggregate's multiset becomes maps keyed by inputs and value."""
         query = atom.query
+        inputs = atom.inputs if isinstance(atom, Nested) else query.group
         monos = []
         if isinstance(atom, Nested) and atom.cached:
             # a view cache: the query as of batch start is one map keyed by the inputs; the
@@ -105,11 +120,11 @@ class Compiler:
         for m in query.monomials:
             bound = frozenset().union(*(a.free_vars() for a in m.atoms
                                         if isinstance(a, (Rel, DeltaRel, MapRef, Domain, Groups))))
-            free_inputs = frozenset(query.group) - bound
+            free_inputs = frozenset(inputs) - bound
             monos.append(self._materialize(m, query.group, level, free_inputs))
         inner = Query(query.group, simplify(monos, keep=query.group))
         if isinstance(atom, Nested):
-            return replace(atom, query=inner)
+            return atom.with_query(inner)
         return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
     def _map_for(self, definition: Query, level: int, cache: bool = False) -> MapRef:
@@ -124,7 +139,8 @@ class Compiler:
         name = f"m{self._counter}_{_safe(rels)}"[:60]
         ordered = Query(canonical_keys, definition.monomials)
         self._by_canonical[text] = (name, canonical_keys)
-        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level, cache)
+        self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level,
+                                         cache=cache)
         self._compile_column(name, VALUE, ordered, level)
         return MapRef(name, canonical_keys)
 
@@ -213,5 +229,5 @@ def _safe(text: str) -> str:
 
 
 def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
-                 caches: bool = False) -> Program:
-    return Compiler(depth, caches=caches).compile(group, columns)
+                 multisets: Optional[Dict[str, Query]] = None, caches: bool = False) -> Program:
+    return Compiler(depth, caches=caches).compile(group, columns, multisets)

@@ -19,6 +19,9 @@ class MapDef:
     values: Dict[str, Query]           # value column -> Sum[keys](...) over base relations
     level: int                         # 0 for the view's own state, n for an n-th order delta
     cache: bool = False                # a view cache: a nested query keyed by its inputs
+    # A multiset of the view (MIN / MAX / DISTINCT aggregates): its first `group_keys` keys
+    # are the view's group keys, the last one a value. None for other maps.
+    group_keys: Optional[int] = None
 
     def relations(self):
         out = set()
@@ -76,6 +79,19 @@ class Program:
         for m in self.maps.values():
             out |= m.relations()
         return sorted(out)
+
+    def multisets(self) -> List[MapDef]:
+        """The view's multisets (level-0 maps next to the view state)."""
+        return [m for m in self.maps.values() if m.group_keys is not None]
+
+    def result_sources(self) -> Dict[str, int]:
+        """{map: how many of its leading keys are the view's group keys} for the maps a
+        group's result row is derived from: the view state and its multisets. A batch
+        touches the groups that are such a prefix of a key some map delta changes (an
+        UPDATE that moves a MIN changes a multiset, not the state's counts)."""
+        out = {self.view_map: len(self.maps[self.view_map].keys)}
+        out.update({m.name: m.group_keys for m in self.multisets()})
+        return out
 
     def statements_for(self, relation: str) -> List[Statement]:
         return self.triggers.get(relation, [])

@@ -32,9 +32,6 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     def fail(construct, node, detail=""):
         raise UnsupportedSQL(construct, detail, position_of(node), sql)
 
-    if tree.args.get("with") is not None or tree.args.get("with_") is not None:
-        fail("a WITH clause (common table expressions)", tree,
-             "Inline the subquery or create an incremental view for it.")
     if tree.args.get("order") is not None:
         fail("ORDER BY", tree.args["order"],
              "A view is an unordered relation: order when you query it.")
@@ -61,8 +58,6 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             fail(node.key.upper(), node)
         if isinstance(node, (exp.Lateral, exp.Unnest, exp.Explode, exp.Pivot, exp.TableSample)):
             fail(node.key.upper(), node)
-        if isinstance(node, (exp.Min, exp.Max)):
-            fail(f"{node.key.upper()}()", node, "MIN and MAX are not maintained yet.")
         if isinstance(node, exp.Func):
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             no_args = not any(True for _ in node.iter_expressions())

@@ -1,9 +1,10 @@
 """SQL front end: a view's SELECT (Spark dialect, parsed by sqlglot) to the calculus.
 
 The result is a ViewSpec: the view state's group variables, one calculus query per state
-column (the row count, and per aggregate its sum and non-NULL count), and how the output
-columns are computed from the state. Names are resolved against base tables (through a
-TableResolver); types come later from Spark itself.
+column (the row count, and per aggregate its sum and non-NULL count), the multisets of MIN /
+MAX / DISTINCT aggregates (sql/multisets.py), and how the output columns are computed from
+them. Names are resolved against base tables (through a TableResolver); types come later
+from Spark itself. WITH clauses are inlined first (sql/ctes.py).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from ..calculus.scalar import Scalar, conjuncts
 from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
 from .checks import reject_unsupported, position_of
 from . import setops
+from .ctes import inline_ctes
+from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .quantified import rewrite_quantified
@@ -32,11 +35,14 @@ COUNT_COLUMN = "__count"
 
 @dataclass
 class AggregateSpec:
-    kind: str                      # sum | count | count_star | avg
+    kind: str                      # sum | count | count_star | avg, or a multiset kind:
+                                   # min | max | count_distinct | sum_distinct | avg_distinct
     sql: str                       # the call as Spark SQL over base columns (type probes)
     placeholder: str               # name standing for the aggregate in output expressions
     sum_column: Optional[str]      # state column with the sum of non-NULL inputs
-    count_column: str              # state column with the number of non-NULL inputs
+    count_column: Optional[str]    # state column with the number of non-NULL inputs (None
+                                   # for multiset kinds)
+    multiset: Optional[str] = None  # multiset kinds: the ViewSpec.multisets entry read
 
 
 @dataclass
@@ -63,6 +69,13 @@ class ViewSpec:
     subqueries: List[SubqueryValue] = field(default_factory=list)
     value_columns: Dict[str, str] = field(default_factory=dict)
     subquery_probe: Optional[str] = None
+    # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
+    multisets: Dict[str, Multiset] = field(default_factory=dict)
+    # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
+    # (multiset, kind); the variable's value for a group is that aggregate of its multiset
+    value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    # (construct, position) the compiler maintains but the Spark runtime does not yet
+    runtime_pending: List[Tuple[str, Optional[int]]] = field(default_factory=list)
 
 
 class _Instance:
@@ -117,6 +130,7 @@ class _Translator:
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
             self.assigned: set = set()                 # variables bound by an assignment
             self.var_types: Dict[str, str] = {}         # known types of non-column variables
+            self.pending: List[Tuple[str, Optional[int]]] = []   # see ViewSpec.runtime_pending
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
@@ -124,6 +138,11 @@ class _Translator:
             self.group_keys = outer.group_keys
             self.assigned = outer.assigned
             self.var_types = outer.var_types
+            self.pending = outer.pending
+
+    def note_pending(self, construct: str, node: Optional[exp.Expression]):
+        """A construct the compiler maintains and the Spark runtime does not yet."""
+        self.pending.append((construct, position_of(node) if node is not None else None))
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -247,7 +266,11 @@ class _Translator:
                                     f"{err.get('description', e)}", err.get("start")) from None
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
-        return self._translate_select(setops.as_select(tree, self.fail))
+        tree, with_clause = inline_ctes(tree, self.fail)
+        spec = self._translate_select(setops.as_select(tree, self.fail))
+        if with_clause is not None:
+            spec.runtime_pending.insert(0, ("a WITH clause", position_of(with_clause)))
+        return spec
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
@@ -401,7 +424,8 @@ class _Translator:
                 self.fail("a GROUP BY expression in a subquery in FROM", g,
                           "Group by plain columns there.")
             keys.append(child.column_var(g))
-        for item in select.expressions:
+        having = select.args.get("having")
+        for item in select.expressions + ([having.this] if having is not None else []):
             for col in outer_columns(item):
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
@@ -664,6 +688,7 @@ class _Translator:
             self._rows = state.add("__rows", base, [])
         else:
             state.add(COUNT_COLUMN, base, [])
+        multisets = ViewMultisets(self, group_vars, base)
         aggregates: List[AggregateSpec] = []
         agg_by_sql: Dict[str, AggregateSpec] = {}
 
@@ -684,7 +709,7 @@ class _Translator:
                               "GROUP BY g, 2) or use it inside an aggregate.")
                 return exp.column(value.placeholder, quoted=True)
             if isinstance(node, exp.AggFunc):
-                spec = self._aggregate(node, base, state, agg_by_sql, aggregates)
+                spec = self._aggregate(node, base, state, agg_by_sql, aggregates, multisets)
                 return exp.column(spec.placeholder, quoted=True)
             if isinstance(node, (exp.Column, exp.Expression)) and not isinstance(
                     node, (exp.Literal, exp.Identifier, exp.Star)):
@@ -720,18 +745,18 @@ class _Translator:
             rel, col = self.var_columns.get(outside[0], ("", outside[0]))
             self.fail(f"a subquery correlated on column {col}, which is not a GROUP BY key",
                       None, "In an aggregate query a subquery may refer to GROUP BY keys only.")
-        values.add_columns(state, base, group_vars)
+        values.add_columns(state, base, group_vars, multisets)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, aggregates,
                         outputs, having_expr, True, _from_sql(tree, group_items=group_items),
                         dict(self.var_columns), subqueries=values.values,
-                        value_columns=values.columns, subquery_probe=_subquery_probe(tree, values))
+                        value_columns=values.columns, subquery_probe=_subquery_probe(tree, values),
+                        multisets=multisets.by_name, value_multisets=values.multisets,
+                        runtime_pending=list(self.pending))
 
-    def _aggregate(self, node, base, state, agg_by_sql, aggregates) -> AggregateSpec:
+    def _aggregate(self, node, base, state, agg_by_sql, aggregates, multisets) -> AggregateSpec:
         key = node.sql(dialect="spark")
         if key in agg_by_sql:
             return agg_by_sql[key]
-        if node.find(exp.Distinct):
-            self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
         if has_subquery(node):
             self.fail("a subquery inside an aggregate", node,
                       "Subqueries are supported in WHERE, FROM, and outside aggregates in SELECT "
@@ -740,7 +765,14 @@ class _Translator:
             self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
-        if isinstance(node, exp.Count):
+        kept = multiset_aggregate(node, self.fail)
+        if kept is not None:
+            kind, arg = kept
+            self.note_pending(f"{node.sql(dialect='spark')}", node)
+            spec = AggregateSpec(kind, key, placeholder, None, None, multisets.add(arg))
+        elif node.find(exp.Distinct):
+            self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
+        elif isinstance(node, exp.Count):
             arg = node.this
             if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and arg.this is not None):
                 spec = AggregateSpec("count_star", key, placeholder, None, self._rows)
@@ -765,7 +797,8 @@ class _Translator:
                                  total, cnt)
         else:
             self.fail(f"the aggregate {node.sql(dialect='spark').split('(')[0].upper()}", node,
-                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG.")
+                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG, MIN, MAX, and "
+                      "COUNT / SUM / AVG (DISTINCT ...).")
         agg_by_sql[key] = spec
         aggregates.append(spec)
         return spec
@@ -798,10 +831,14 @@ class _Translator:
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])
-        values.add_columns(state, base, group_vars)
+        multisets = ViewMultisets(self, group_vars, base)
+        values.add_columns(state, base, group_vars, multisets)
         return ViewSpec(self.sql, dict(self.tables), tuple(group_vars), state.columns, [], outputs,
                         None, False, _from_sql(tree), dict(self.var_columns), distinct,
-                        values.values, values.columns, _subquery_probe(tree, values))
+                        subqueries=values.values, value_columns=values.columns,
+                        subquery_probe=_subquery_probe(tree, values),
+                        multisets=multisets.by_name, value_multisets=values.multisets,
+                        runtime_pending=list(self.pending))
 
 
 class _StateColumns:

@@ -12,8 +12,15 @@ aggregate holding `v` once per state row:
 (incrementally per touched input when the batch binds Q's inputs, else for every group from
 the old and new values), a change of `v` marks the group as touched, and the result reads it
 back: Spark evaluates the placeholder from the state row, cast to the type Spark gives the
-subquery. The state is keyed by G, which holds the subquery's inputs, so `v` is a function of
-the state key:
+subquery. A MIN / MAX / DISTINCT aggregate (`v := MIN[w] Q`, Q keyed by inputs and value w)
+has no such column (its value may be NULL or not a number): its multiset becomes a multiset
+of the view (sql/multisets.py), keyed by the state's keys and the value,
+
+    Sum[G, w](Groups(Sum[G](base)) * Q's body)
+
+from which the result derives `v` per group as it derives a MIN / MAX aggregate
+(`ViewSpec.value_multisets`); a change of it touches the group through the multiset. The
+state is keyed by G, which holds the subquery's inputs, so `v` is a function of the state key:
   * aggregate views: G are the GROUP BY keys; a subquery may refer to them only (Spark's rule);
   * views without aggregates: G are the output columns plus the subquery's inputs (hidden);
   * global aggregates: G is empty; the subquery is uncorrelated and the state row must exist
@@ -22,13 +29,15 @@ the state key:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Set
+from typing import Dict, List, Sequence, Set, Tuple
 
 from sqlglot import exp
 
-from ..calculus.ir import Groups, Lift, Nested, Value, product
+from ..calculus.ir import (SUM, Add, DeltaRel, Groups, Lift, MapRef, Monomial, Nested, Rel, Value,
+                           product)
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
+from .multisets import not_null
 
 
 @dataclass
@@ -88,6 +97,7 @@ class SubqueryValues:
         self.values: List[SubqueryValue] = []
         self.atoms: List = []                          # Nested and Lift atoms of all of them
         self.columns: Dict[str, str] = {}              # nested variable -> state column
+        self.multisets: Dict[str, Tuple[str, str]] = {}  # nested variable -> (multiset, kind)
         self._by_sql: Dict[str, SubqueryValue] = {}
 
     def placeholder(self, node: exp.Expression, value: bool = True) -> SubqueryValue:
@@ -147,10 +157,28 @@ class SubqueryValues:
             out |= set(lifts[v]) if v in lifts else {v}
         return out
 
-    def add_columns(self, state, base: Sequence, group: Sequence[str]):
-        """One state column per nested aggregate: its value once per state row."""
+    def add_columns(self, state, base: Sequence, group: Sequence[str], multisets):
+        """One state column per nested sum: its value once per state row; a view multiset
+        (`multisets`: the view's ViewMultisets) per nested MIN / MAX / DISTINCT aggregate."""
         lifts = self.lifts()
         rows = [Groups(normalize(product(list(base) + lifts), group=tuple(group)))] if group else []
         for i, a in enumerate(self.nested()):
             needed = [l for l in lifts if l.var in a.inputs]
-            self.columns[a.var] = state.add(f"q{i}", rows + needed, [a, Value(Scalar.var(a.var))])
+            if a.kind == SUM:
+                self.columns[a.var] = state.add(f"q{i}", rows + needed, [a, Value(Scalar.var(a.var))])
+            else:
+                self.multisets[a.var] = (multisets.add_query(_group_multiset(a, rows + needed, group)),
+                                         a.kind)
+
+
+def _group_multiset(atom: Nested, outer: List, group: Sequence[str]):
+    """Sum[G, w](outer * Q's body): the multiset of a nested MIN / MAX / DISTINCT aggregate per
+    state group. Q's body binds its inputs with SQL `=` (no row matches a NULL input), the
+    groups match NULL keys: an input the body joins on must not be NULL."""
+    terms = []
+    for m in atom.query.monomials:
+        joined = set().union(*(set(a.vars) for a in m.atoms
+                               if isinstance(a, (Rel, DeltaRel, MapRef))))
+        guards = tuple(not_null(v) for v in atom.inputs if v in joined)
+        terms.append(Monomial(m.coef, tuple(outer) + guards + m.atoms).to_expr())
+    return normalize(Add(tuple(terms)), group=tuple(group) + (atom.value_var,))

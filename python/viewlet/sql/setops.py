@@ -55,9 +55,6 @@ def check_union(node: exp.Union, fail):
         if node.args.get(key) is not None:
             fail(f"{what} on a UNION", node.args[key],
                  "A view is an unordered relation: order and limit when you query it.")
-    if node.args.get("with") is not None or node.args.get("with_") is not None:
-        fail("a WITH clause (common table expressions)", node,
-             "Inline the subquery or create an incremental view for it.")
 
 
 def all_branches(node: exp.Expression) -> exp.Expression:

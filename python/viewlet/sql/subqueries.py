@@ -3,7 +3,9 @@ enclosing query ([J] §9.1: "each subquery becomes a count aggregate assigned to
 variable, plus a constraint over that variable").
 
   scalar  (SELECT f(SUM/COUNT/AVG ...) FROM ... WHERE ...)   one nested sum and count per
-          aggregate; SUM and AVG are NULL when the subquery has no non-NULL input, as in SQL
+          aggregate; SUM and AVG are NULL when the subquery has no non-NULL input, as in SQL;
+          MIN / MAX / COUNT, SUM, AVG (DISTINCT x): a nested aggregate of a kind over the
+          multiset of x's values (sql/multisets.py), NULL (COUNT: 0) without non-NULL input
   EXISTS  (SELECT ... WHERE ...)                              count > 0
   x IN (SELECT e ...)      counts of matching rows, of all rows and of NULL rows give SQL's
                            three-valued IN, so NOT IN is exact with NULLs on either side
@@ -20,11 +22,12 @@ from typing import List, Optional
 
 from sqlglot import exp
 
-from ..calculus.ir import Cond, Lift, Mul, Nested, Value
+from ..calculus.ir import COUNT_DISTINCT, SUM, SUM_DISTINCT, Cond, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 from .checks import position_of, reject_unsupported
 from .joins import bound_vars
+from .multisets import AVG_DISTINCT, multiset_aggregate, multiset_body
 
 
 class SubqueryTranslator:
@@ -116,8 +119,10 @@ class SubqueryTranslator:
                     child.column_var(col)
         return child, conds
 
-    def _nested(self, child, base: List, extra: List, prefix: str) -> str:
-        """A fresh variable bound to Sum[inputs](base * extra)."""
+    def _nested(self, child, base: List, extra: List, prefix: str, kind: str = SUM,
+                value: Optional[str] = None) -> str:
+        """A fresh variable bound to Sum[inputs](base * extra), or, for a multiset kind, to that
+        aggregate of Sum[inputs, value](base * extra)."""
         atoms = base + extra
         body = Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0]
         private = set()
@@ -126,9 +131,9 @@ class SubqueryTranslator:
         private -= child.outer_vars()
         free = set().union(*(a.free_vars() for a in atoms))
         inputs = tuple(sorted(free - private)) if self.inputs is None else tuple(self.inputs)
-        query = normalize(body, group=inputs)
+        query = normalize(body, group=inputs + ((value,) if value is not None else ()))
         var = self.scope.fresh(prefix)
-        self.atoms.append(Nested(var, query, self.null_safe))
+        self.atoms.append(Nested(var, query, self.null_safe, kind))
         return var
 
     # -- forms ----------------------------------------------------------------------------
@@ -217,6 +222,9 @@ class SubqueryTranslator:
         return new
 
     def _aggregate(self, child, base, node) -> exp.Expression:
+        kept = multiset_aggregate(node, child.fail)
+        if kept is not None:
+            return self._multiset_aggregate(child, base, node, *kept)
         if node.find(exp.Distinct):
             child.fail(f"{node.key.upper()}(DISTINCT ...) in a subquery", node)
         arg = node.this
@@ -228,7 +236,8 @@ class SubqueryTranslator:
             return _var(self._nested(child, base, [_not_null(child, arg)], "cnt"))
         if not isinstance(node, (exp.Sum, exp.Avg)):
             child.fail(f"the aggregate {node.key.upper()} in a subquery", node,
-                       "Supported in subqueries: SUM, COUNT, AVG.")
+                       "Supported in subqueries: SUM, COUNT, AVG, MIN, MAX, and "
+                       "COUNT / SUM / AVG (DISTINCT ...).")
         if star and isinstance(node, exp.Sum):
             # SUM(constant) is the row count times the constant (one nested aggregate)
             count = self._nested(child, base, [], "cnt")
@@ -245,6 +254,21 @@ class SubqueryTranslator:
             text = f"CASE WHEN `{count}` = 0 THEN NULL ELSE " + (
                 f"CAST({avg} AS {typ}) END" if typ else f"{avg} END")
         return exp.Paren(this=_sql(text))
+
+    def _multiset_aggregate(self, child, base, node, kind, arg) -> exp.Expression:
+        """MIN / MAX / DISTINCT aggregates: nested aggregates over the multiset of arg's
+        non-NULL values (one query for both parts of AVG(DISTINCT))."""
+        self.scope.note_pending(f"{node.sql(dialect='spark')} in a subquery", node)
+        value = self.scope.fresh("mv")
+        body = multiset_body(child, base, arg, value)
+        if kind != AVG_DISTINCT:
+            return _var(self._nested(child, body, [], kind.split("_")[0], kind, value))
+        total = self._nested(child, body, [], "sum", SUM_DISTINCT, value)
+        count = self._nested(child, body, [], "cnt", COUNT_DISTINCT, value)
+        avg = f"`{total}` / `{count}`"
+        typ = _avg_type(child, arg)
+        return exp.Paren(this=_sql(f"CASE WHEN `{count}` = 0 THEN NULL ELSE "
+                                   + (f"CAST({avg} AS {typ}) END" if typ else f"{avg} END")))
 
     def _bind(self, expr: exp.Expression) -> str:
         """A variable for an outer expression (a fresh assignment unless it is one)."""
