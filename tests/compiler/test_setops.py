@@ -3,8 +3,8 @@ duplicates, and the compiled programs equal re-evaluation on random batches."""
 import pytest
 
 from compiler_helpers import TABLES, spec_of
-from sql_oracle import duckdb_rows, view_rows
-from test_outer_joins import null_heavy_row, relations
+from sql_oracle import assert_translation_equals_sql
+from test_outer_joins import null_heavy_row
 from test_randomized import check_equivalence
 
 SHAPES = {
@@ -47,13 +47,8 @@ PROGRAM_CASES = [(n, None) for n in SHAPES] + [(n, 1) for n in ("union_all", "un
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_translation_equals_sql(name):
-    sql = SHAPES[name]
-    spec = spec_of(sql)
-    for seed in range(12):
-        rels = relations(f"{name}/{seed}")
-        got, want = view_rows(spec, rels), duckdb_rows(sql, TABLES, rels)
-        assert got == want, f"seed {seed}\n{rels}\n got  {sorted(got.items(), key=str)}\n" \
-                            f" want {sorted(want.items(), key=str)}"
+    assert_translation_equals_sql(name, SHAPES[name], spec_of(SHAPES[name]), TABLES,
+                                  null_heavy_row)
 
 
 @pytest.mark.parametrize("name,depth", PROGRAM_CASES,
