@@ -150,3 +150,26 @@ def test_layout_is_due_when_appends_outgrow_the_base():
     assert layout.due(snap([500, 500] + [1] * maps.COMPACT_FILES))
     assert layout.due(snap([500, 500, 600, 600]))
     assert maps.MapLayout.of(None, snap([3, 4])).to_json() == {"base_files": 2, "base_rows": 7}
+
+
+def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
+    """Two refreshers of one batch may both compact and vacuum a map: the vacuum that loses
+    Delta's conflict check deletes nothing and raises nothing (the next batch vacuums)."""
+    from deltalake import DeltaTable
+
+    class CommitFailedError(Exception):       # delta-rs's error, matched by name
+        pass
+
+    def conflicting(self, *args, **kwargs):
+        raise CommitFailedError("a concurrent transaction deleted data this operation read")
+
+    path = str(tmp_path / "m")
+    store.create(path, _table(list(range(10))), txn=("t", 0), rows_per_file=4)
+    files = _parquet_files(path)
+    monkeypatch.setattr(DeltaTable, "vacuum", conflicting)
+    assert store.vacuum(path, 0) == 0
+    assert _parquet_files(path) == files
+    monkeypatch.setattr(DeltaTable, "vacuum", lambda self, *a, **k: (_ for _ in ()).throw(
+        ValueError("other errors still surface")))
+    with pytest.raises(ValueError, match="still surface"):
+        store.vacuum(path, 0)

@@ -120,7 +120,11 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
     """Rewrite the map's current files as summed, sorted, clustered files (rows appended
     meanwhile stay, as extra files); None if a concurrent compaction won."""
     snap = store.snapshot(path, store.version(path))
-    data = sort_rows(sum_rows(store.read_files(snap), keys, values, zero), keys, order)
+    try:
+        rows = store.read_files(snap)
+    except OSError:          # a concurrent compaction vacuumed this version's files: it won
+        return None
+    data = sort_rows(sum_rows(rows, keys, values, zero), keys, order)
     if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):
         return None
     after = store.snapshot(path, store.version(path))

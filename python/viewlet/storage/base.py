@@ -161,7 +161,8 @@ class TableStore(ABC):
     @abstractmethod
     def vacuum(self, path: str, keep_version: int) -> int:
         """Delete the data files that neither the current version nor `keep_version`
-        references; the number of files deleted."""
+        references; the number of files deleted (0 when a concurrent commit got in the way:
+        the next call does it)."""
 
     @abstractmethod
     def merge_add(self, path: str, source: pa.Table, keys: Sequence[str],
