@@ -48,8 +48,23 @@ ROWS = [{"e": 1, "g": 4, "p": "a"}, {"e": 1, "g": 4, "p": "a"}, {"e": 1, "g": 5,
         {"e": 2, "g": 5, "p": "b"}, {"e": 1, "g": None, "p": "b"}]
 
 
+def _through_storage_handler(table_path, files, options):
+    """What `_filesystem` gives object stores (a filesystem carrying the store's options),
+    used here for a local table so the repair's object-store path runs."""
+    import pyarrow.fs as pa_fs
+    from deltalake.fs import DeltaStorageHandler
+    root = table_path.rstrip("/") + "/"
+    return pa_fs.PyFileSystem(DeltaStorageHandler(root, options)), \
+        [f[len(root):] if f.startswith(root) else f for f in files]
+
+
 @pytest.mark.parametrize("partition_by", [None, ["p"]], ids=["plain", "partitioned"])
-def test_update_changes_are_the_multiset_difference(tmp_path, partition_by):
+@pytest.mark.parametrize("log_access", ["local", "storage-handler"])
+def test_update_changes_are_the_multiset_difference(tmp_path, partition_by, log_access,
+                                                    monkeypatch):
+    if log_access == "storage-handler":
+        from viewlet.storage import deltars
+        monkeypatch.setattr(deltars, "_filesystem", _through_storage_handler)
     path = str(tmp_path / "t")
     _table(path, ROWS, partition_by)
     DeltaTable(path).update(updates={"g": "g + 1"}, predicate="e = 1")     # 4,4,5 -> 5,5,6

@@ -199,7 +199,7 @@ class DeltaRsStore(TableStore):
                      if c not in ("_change_type", "_commit_version", "_commit_timestamp")]
         changes = table.select(data_cols).append_column(SIGN_COLUMN, signs)
         return _repair_updates(dt, path, changes, table.column("_commit_version"),
-                               after_version, to_version)
+                               after_version, to_version, self.options)
 
     def create(self, path, data, txn=None, metadata=None, properties=None, rows_per_file=None):
         if rows_per_file is None:
@@ -433,11 +433,11 @@ def _file_stats(dt, files, columns) -> Optional[tuple]:
 
 
 def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: int,
-                    to_version: int) -> pa.Table:
+                    to_version: int, options) -> pa.Table:
     """Replace the change rows of delta-rs UPDATE commits (wrong on tables with duplicate
     rows, see update_feed.py) by the rows of the files those commits replaced."""
     import pyarrow.compute as pc
-    log = CommitLog(dt.table_uri)
+    log = CommitLog(dt.table_uri, _filesystem(dt.table_uri, [], options)[0])
     unreliable = {}
     for v in range(after_version + 1, to_version + 1):
         actions = log.actions(v)

@@ -27,17 +27,27 @@ SIGN_COLUMN = "_viewlet_sign"
 
 
 class CommitLog:
-    """Reads single commit files of a table's _delta_log."""
+    """Reads single commit files of a table's _delta_log.
 
-    def __init__(self, table_uri: str):
-        self.fs, root = pafs.FileSystem.from_uri(table_uri)
-        self.root = root.rstrip("/")
+    `filesystem` is a pyarrow filesystem rooted at the table that carries the store's
+    credentials (storage/deltars.py `_filesystem`, for object stores); None reads a table on
+    the local file system."""
+
+    def __init__(self, table_uri: str, filesystem: Optional[pafs.FileSystem] = None):
+        self.table_uri = table_uri.rstrip("/")
+        if filesystem is None:
+            self.fs, root = pafs.FileSystem.from_uri(table_uri)
+            self.root = root.rstrip("/")
+        else:
+            self.fs, self.root = filesystem, ""
+
+    def _path(self, relative: str) -> str:
+        return f"{self.root}/{relative}" if self.root else relative
 
     def actions(self, version: int) -> Optional[List[Dict]]:
         """The actions of one commit, or None when its log file is gone (cleaned up)."""
-        path = f"{self.root}/_delta_log/{version:020d}.json"
         try:
-            with self.fs.open_input_stream(path) as f:
+            with self.fs.open_input_stream(self._path(f"_delta_log/{version:020d}.json")) as f:
                 text = f.read().decode("utf-8")
         except (FileNotFoundError, OSError):
             return None
@@ -46,11 +56,14 @@ class CommitLog:
     def read_file(self, rel_path: str, schema: pa.Schema, partition_values: Dict[str, str],
                   columns: Sequence[str]) -> pa.Table:
         path = unquote(rel_path)
-        full = path if "://" in path or path.startswith("/") else f"{self.root}/{path}"
-        if "://" in full:
-            full = pafs.FileSystem.from_uri(full)[1]
+        if path.startswith(self.table_uri + "/"):     # an absolute path inside the table
+            path = path[len(self.table_uri) + 1:]
+        if "://" in path or path.startswith("/"):     # a file outside the table (clones)
+            fs, full = pafs.FileSystem.from_uri(path if "://" in path else f"file://{path}")
+        else:
+            fs, full = self.fs, self._path(path)
         stored = [c for c in columns if c not in partition_values]
-        table = pq.read_table(full, columns=stored, filesystem=self.fs)
+        table = pq.read_table(full, columns=stored, filesystem=fs)
         out = []
         for c in columns:
             field = schema.field(c)
