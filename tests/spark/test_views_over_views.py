@@ -64,7 +64,8 @@ def _check_all(spark, vl):
 def chain(spark, vl, tmp_path):
     work = registered_workload(spark, str(tmp_path), seed=41, rows=12, null_heavy=True)
     for name, (query, depth, _) in CHAIN.items():
-        vl.create_view(name, query, depth)
+        options = "" if depth is None else f" WITH (depth = {depth})"
+        spark.sql(f"CREATE INCREMENTAL VIEW {name}{options} AS {query}")
     yield work
     for name in reversed(list(CHAIN)):
         vl.drop_view(name, if_exists=True)
@@ -123,3 +124,26 @@ def test_drop_describe_show_and_full_refresh_of_an_upstream(spark, vl, chain):
     for top in TOPS:
         vl.refresh(top)
     _check_all(spark, vl)
+
+
+def test_dependency_order_and_cycle_guard():
+    """No Spark: the graph read from catalog specs (a cycle cannot be created through SQL,
+    since a view reads only existing views; the guard stops a corrupted catalog)."""
+    from types import SimpleNamespace
+    from viewlet.errors import ViewletError
+    from viewlet.runtime import chain as graph
+
+    def ctx_of(reads):
+        entries = [SimpleNamespace(name=n, spec={"refs": {u: {"id": u, "view": u} for u in ups}})
+                   for n, ups in reads.items()]
+        return SimpleNamespace(catalog=SimpleNamespace(entries=lambda kind=None: entries))
+
+    ctx = ctx_of({"a": [], "b": ["a"], "c": ["b", "a"], "d": ["c"], "e": ["a"]})
+    assert graph.upstream_order(ctx, ["d"]) == ["a", "b", "c", "d"]
+    assert graph.downstream_order(ctx, "a") == ["b", "c", "d", "e"]
+    assert graph.dependents(ctx, "A") == ["b", "c", "e"]
+    with pytest.raises(ViewletError, match="would read itself"):
+        graph.refuse_cycle(ctx, "a", ["d"])
+    cyclic = ctx_of({"a": ["c"], "b": ["a"], "c": ["b"]})
+    with pytest.raises(ViewletError, match=r"cycle \(b -> a -> c -> b\)"):
+        graph.upstream_order(cyclic, ["b"])
