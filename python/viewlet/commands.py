@@ -36,7 +36,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         for e in ctx.catalog.entries("view"):
             view = ctx.load(e.name)
             last = view.manifest.last_committed()
-            tables = ", ".join(t.display for t in view.compiled.spec.tables.values())
+            tables = ", ".join(t.display + (" (incremental view)" if t.view else "")
+                               for t in view.compiled.spec.tables.values())
             mode, error = _refresh_state(ctx, e)
             rows.append((e.name, depth_text(e.spec["depth"]), tables, last.batch, e.spec["sql"],
                          mode, error))

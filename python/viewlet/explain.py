@@ -72,9 +72,17 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
             current = ctx.store.version(table.id)
         except ViewletError as e:       # a dropped table: DESCRIBE still works
             current = f"unreadable ({e.message})"
+        if table.view:       # an upstream incremental view: read through its result table
+            rows.append(("upstream view", table.display,
+                         f"result version {last.watermarks[rel]} consumed, result at version "
+                         f"{current}, location {table.id}; REFRESH refreshes it first"))
+            continue
         rows.append(("table", table.display,
                      f"watermark version {last.watermarks[rel]}, table at version {current}, "
                      f"location {table.id}"))
+    from .runtime.chain import dependents
+    rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
+             for name in dependents(ctx, view.name)]
     for name, m in view.compiled.program.maps.items():
         snap = ctx.store.snapshot(view.map_path(name))
         rows.append(("map", name, f"keys [{', '.join(m.keys)}], level {m.level}, "

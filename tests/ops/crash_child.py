@@ -26,7 +26,13 @@ VIEWS = {
     "crash_chain1": ("SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t "
                      "WHERE r.b = s.b AND s.e = t.e GROUP BY t.h", 1),
     "crash_recompute": ("SELECT r.a, s.e FROM r JOIN s ON r.b = s.b WHERE s.e > 0", 0),
+    # a view over a view: its REFRESH refreshes crash_up first (runtime/chain.py)
+    "crash_up": ("SELECT r.b, COUNT(*) AS n, SUM(r.c) AS sc FROM r GROUP BY r.b", None),
+    "crash_down": ("SELECT n, COUNT(*) AS k, SUM(sc) AS ssc FROM crash_up GROUP BY n", None),
 }
+UPSTREAMS = {"crash_down": ["crash_up"]}       # created (and checked) with the view
+ORACLES = {"crash_down": f"SELECT n, COUNT(*) AS k, SUM(sc) AS ssc FROM ({VIEWS['crash_up'][0]}) "
+                         "crash_up GROUP BY n"}
 MAX_ROUNDS = 6
 
 
@@ -40,6 +46,8 @@ def main():
     p.add_argument("--views", default=",".join(VIEWS), help="comma-separated names from VIEWS")
     args = p.parse_args()
     views = {name: VIEWS[name] for name in args.views.split(",")}
+    checked = {up: VIEWS[up] for name in views for up in UPSTREAMS.get(name, [])}
+    checked.update(views)
 
     from pyspark.sql import SparkSession
     import viewlet
@@ -57,7 +65,7 @@ def main():
     for name, path in work.paths.items():
         viewlet.register_table(spark, name, path, replace=True)
     existing = set(vl.view_names())
-    for name, (query, depth) in views.items():
+    for name, (query, depth) in checked.items():
         if name not in existing:
             vl.create_view(name, query, depth)
 
@@ -65,9 +73,9 @@ def main():
         faults.arm(args.fault)
     for name, (query, _) in views.items():      # repair what the previous child left
         print("REFRESH", name, vl.refresh(name)["status"], flush=True)
-    for name, (query, _) in views.items():
+    for name, (query, _) in checked.items():
         try:
-            assert_view_matches(spark, name, query)
+            assert_view_matches(spark, name, ORACLES.get(name, query))
         except AssertionError as e:
             print(f"MISMATCH {name}: {e}", file=sys.stderr, flush=True)
             sys.exit(3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 
-from tests.spark.workload import SCHEMAS, Workload
+from tests.spark.workload import NULLABLE, SCHEMAS, Workload
 
 
 def attach_workload(root: str, seed: int, rows: int = 12) -> Workload:
@@ -13,5 +13,6 @@ def attach_workload(root: str, seed: int, rows: int = 12) -> Workload:
         return Workload(root, seed, rows)
     work = Workload.__new__(Workload)      # existing tables: no initial write
     work.rng = random.Random(seed)
+    work.nullable, work.null_rate, work.updates = NULLABLE, 0.15, 0    # Workload's defaults
     work.paths = {name: os.path.join(root, name) for name in SCHEMAS}
     return work

@@ -53,7 +53,10 @@ def _collect(query, cols):
 def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     """The relation's changes in (after, to], pre-aggregated on the columns the program
     uses: one row per distinct value with its net multiplicity (Hot Dog §6.1)."""
-    changes = view.ctx.store.read_changes(view.table_path(relation), after, to)
+    store = view.ctx.store
+    # an upstream incremental view: its result table's changes from its data files
+    read = store.read_file_changes if view.compiled.spec.tables[relation].view else store.read_changes
+    changes = read(view.table_path(relation), after, to)
     cols = view.columns_of(relation)
     if changes.num_rows == 0:
         return changes.select(cols).append_column(MULT, pa.array([], pa.int64()))

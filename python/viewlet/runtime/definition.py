@@ -65,8 +65,9 @@ class RecordingResolver(TableResolver):
         return info
 
     def record(self) -> Dict[str, Dict]:
-        return {k: {"id": t.id, "display": t.display,
-                    "columns": [[c.name, c.type, c.nullable] for c in t.columns]}
+        return {k: dict({"id": t.id, "display": t.display,
+                         "columns": [[c.name, c.type, c.nullable] for c in t.columns]},
+                        **({"view": t.view} if t.view else {}))
                 for k, t in self.refs.items()}
 
 
@@ -79,7 +80,8 @@ class StoredTables(TableResolver):
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:
         t = self.refs[parts_key(parts)]
-        return TableInfo(t["id"], t["display"], tuple(ColumnInfo(*c) for c in t["columns"]))
+        return TableInfo(t["id"], t["display"], tuple(ColumnInfo(*c) for c in t["columns"]),
+                         t.get("view"))
 
 
 def parts_key(parts: Sequence[str]) -> str:

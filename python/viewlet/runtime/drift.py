@@ -18,22 +18,37 @@ class BaseTableChanged(ViewletError):
     kind = "base_table_changed"
 
 
-def batch_ranges(view, watermarks: Dict[str, int],
-                 max_commits: Optional[int] = None) -> Dict[str, Tuple[int, int]]:
+def batch_ranges(view, watermarks: Dict[str, int], max_commits: Optional[int] = None,
+                 until: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[int, int]]:
     """(watermark, upper] per relation: up to the current version, or `max_commits` past
-    the watermark (back-pressure when commits arrive faster than batches apply)."""
+    the watermark (back-pressure when commits arrive faster than batches apply). `until`
+    (location -> version, a chain refresh's targets, runtime/chain.py) fixes the upper
+    versions of the base tables it names; an upstream view's upper version is always the
+    result version of its last committed batch."""
     out = {}
-    for rel, current in current_versions(view, watermarks).items():
+    for rel, current in current_versions(view, watermarks, until).items():
         wm = watermarks[rel]
-        out[rel] = (wm, current if max_commits is None else min(current, wm + max_commits))
+        table = view.compiled.spec.tables[rel]
+        if table.view:
+            out[rel] = (wm, current)
+        elif until is not None and table.id in until:
+            out[rel] = (wm, max(wm, min(current, until[table.id])))
+        else:
+            out[rel] = (wm, current if max_commits is None else min(current, wm + max_commits))
     return out
 
 
-def current_versions(view, watermarks: Dict[str, int]) -> Dict[str, int]:
-    """Each base table's current version, after checking it can continue from its watermark."""
+def current_versions(view, watermarks: Dict[str, int],
+                     until: Optional[Dict[str, int]] = None) -> Dict[str, int]:
+    """Each base table's current version, after checking it can continue from its watermark
+    (an upstream view's: the result version of its last committed batch)."""
     store = view.ctx.store
     out = {}
     for rel, table in view.compiled.spec.tables.items():
+        if table.view:
+            from .chain import upstream_version
+            out[rel] = upstream_version(view.ctx, view.name, table, until)
+            continue
         where = f"Base table {table.display} of incremental view {view.name}"
         full = FULL.format(view=view.name)
         if not store.exists(table.id):

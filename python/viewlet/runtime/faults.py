@@ -21,6 +21,10 @@ POINTS = (
     "batch.result_merged",  # after the result table's MERGE, before the manifest moves
     "batch.committed",      # the manifest's committed row is written
 )
+# Reached only by a REFRESH of a view over other views (runtime/chain.py).
+CHAIN_POINTS = (
+    "chain.upstreams_refreshed",   # every upstream view committed, the view's batch not planned
+)
 
 _lock = threading.Lock()
 _armed: Optional[Tuple[str, int]] = None

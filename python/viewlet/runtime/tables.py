@@ -16,7 +16,8 @@ from .layout import normalize_location
 
 
 class LiveResolver:
-    """delta.`/path` and names given with register_table; nothing else can be a base table."""
+    """delta.`/path`, names given with register_table, and incremental views (read as their
+    result tables, runtime/chain.py); nothing else can be a base table."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -29,15 +30,17 @@ class LiveResolver:
         entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
         if entry is not None:
             return entry.location, name
-        if len(parts) == 1 and self.ctx.catalog.find(name, "view") is not None:
-            raise ViewletError(f"'{name}' is an incremental view; views over incremental views "
-                               "are not supported yet. Use its defining query's tables instead.")
         raise TableNotFound(
             f"Table '{name}' not found. Base tables of an incremental view must be Delta tables: "
             f"write delta.`/path/to/table`, or name one with "
             f"viewlet.register_table(spark, '{name}', '/path/to/table').")
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:
+        if len(parts) == 1:
+            view = self.ctx.catalog.find(parts[0], "view")
+            if view is not None:
+                from .chain import upstream_table
+                return upstream_table(self.ctx, view)
         location, display = self.location(parts)
         if not self.ctx.store.exists(location):
             raise TableNotFound(f"No Delta table at {location} (referenced as {display}). "

@@ -23,7 +23,7 @@ from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
 from .batch import BatchPlan, build_plan, relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, read_keys
-from . import drift, faults, maps
+from . import chain, drift, faults, maps
 from .catalog import Entry
 from .determinism import reject_nondeterministic
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -178,9 +178,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     try:
         progress.__enter__()
         progress.step("checking the base tables' change data feed")
-        versions = _prepare_base_tables(ctx, compiled)
+        versions = _prepare_base_tables(ctx, name, compiled)
         draft = _Draft(ctx, view_id, compiled)
-        frames = {spec.tables[r].id: read_table(ctx.spark, ctx.store, spec.tables[r].id, v)
+        frames = {spec.tables[r].id: _relation_frame(ctx, spec.tables[r], v)
                   for r, v in versions.items()}
         location_of = lambda parts: recorder.refs[parts_key(parts)].id  # noqa: E731
         progress.step("resolving column types")
@@ -222,6 +222,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         result_rows = result.num_rows
         del result, state_data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
+                 chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}}
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
@@ -243,9 +244,21 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
 
 
-def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:
+def _prepare_base_tables(ctx, name: str, compiled: CompiledView) -> Dict[str, int]:
+    """The version of each relation the view is loaded at. Upstream incremental views are
+    first refreshed (with theirs, runtime/chain.py) to the same versions of every base table
+    as the view's own base tables are read at."""
     versions = {}
-    for rel, table in compiled.spec.tables.items():
+    tables = compiled.spec.tables
+    uppers = chain.upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
+    until = None
+    if uppers:
+        chain.refuse_cycle(ctx, name, uppers)
+        until = chain.bring_up(ctx, uppers, [t.id for t in tables.values() if not t.view])
+    for rel, table in tables.items():
+        if table.view:
+            versions[rel] = chain.upstream_version(ctx, name, table, until)
+            continue
         if not ctx.store.change_feed_enabled(table.id):
             if not ctx.auto_enable_change_feed:
                 raise ViewletError(
@@ -253,8 +266,15 @@ def _prepare_base_tables(ctx, compiled: CompiledView) -> Dict[str, int]:
                     f"{table.display} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
             log.warning("Turning on the change data feed of %s", table.display)
             ctx.store.enable_change_feed(table.id)
-        versions[rel] = ctx.store.version(table.id)
+        versions[rel] = until[table.id] if until else ctx.store.version(table.id)
     return versions
+
+
+def _relation_frame(ctx, table, version: int) -> DataFrame:
+    """A relation at a version, for queries over the defining SQL: an upstream view's
+    result table without its hidden key columns."""
+    columns = [c.name for c in table.columns] if table.view else None
+    return read_table(ctx.spark, ctx.store, table.id, version, columns)
 
 
 def _output_types(ctx, sql, frames, location_of):
@@ -339,10 +359,15 @@ def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
 
 
 # -- REFRESH -----------------------------------------------------------------------------
-def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
+def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
+                 until: Optional[Dict[str, int]] = None) -> Dict:
     """One batch over every base commit since the watermark (at most `max_commits` commits
-    per table when given: continuous mode's back-pressure)."""
+    per table when given: continuous mode's back-pressure). A view that reads other views
+    refreshes them first (runtime/chain.py), unless `until` (the chain's base-table
+    versions) says that this is one step of such a chain refresh."""
     view = ctx.load(name)
+    if until is None and chain.upstream_names(view.spec):
+        return chain.refresh_chain(ctx, name, max_commits)
     t0 = time.perf_counter()
     manifest = view.manifest
     records = manifest.records()
@@ -353,10 +378,11 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
         log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
                     name, latest.batch)
         stats = apply_batch(view, latest, last)
+        stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
         manifest.commit(latest, stats)
         recovered = latest.batch
         last = BatchRecord(latest.batch, "committed", latest.ranges, latest.map_versions, stats)
-    ranges = drift.batch_ranges(view, last.watermarks, max_commits)
+    ranges = drift.batch_ranges(view, last.watermarks, max_commits, until)
     if all(a == b for a, b in ranges.values()):
         return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
                 "seconds": round(time.perf_counter() - t0, 3),
@@ -365,11 +391,12 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
     map_versions["__result"] = ctx.store.version(view.result_path)
     if not manifest.plan(last.batch + 1, ranges, map_versions):
         # Another refresher planned this batch first: join it (a re-run is idempotent).
-        return refresh_view(ctx, name, max_commits)
+        return refresh_view(ctx, name, max_commits, until)
     faults.point("batch.planned")
     record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
     stats = apply_batch(view, record, last)
     stats["seconds"]["total"] = time.perf_counter() - t0
+    stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
     manifest.commit(record, stats)
     faults.point("batch.committed")
     return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
@@ -541,7 +568,7 @@ def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
     t0 = time.perf_counter()
     if _committed(ctx, view.result_path, txn):
         return
-    frames = {view.table_path(r): read_table(ctx.spark, ctx.store, view.table_path(r), to)
+    frames = {view.table_path(r): _relation_frame(ctx, view.compiled.spec.tables[r], to)
               for r, (_, to) in record.ranges.items()}
     refs = view.spec["refs"]
     text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs[parts_key(parts)]["id"])
@@ -562,6 +589,11 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
             return {"view": name, "status": "not found"}
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
+    readers = chain.dependents(ctx, entry.name)
+    if readers:
+        raise ViewletError(f"Incremental view '{entry.name}' is read by "
+                           f"{', '.join(readers)}. DROP INCREMENTAL VIEW those first, then "
+                           f"drop {entry.name}.")
     ctx.catalog.remove(entry.id)      # first: a half-dropped view is never visible
     ctx.forget(entry.id)
     ctx.store.drop(entry.location)

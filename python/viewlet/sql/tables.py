@@ -1,8 +1,9 @@
-"""What the SQL front end needs to know about a base table, and the resolver interface."""
+"""What the SQL front end needs to know about a base table (or an upstream incremental
+view read like one), and the resolver interface."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, Tuple
+from typing import Optional, Protocol, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,9 @@ class TableInfo:
     id: str                      # stable identity: the table's location (URI or path)
     display: str                 # how the user wrote it, for messages
     columns: Tuple[ColumnInfo, ...]
+    #: set when the relation is another incremental view (its name): `id` is then the
+    #: location of that view's result table, `columns` its visible output columns
+    view: Optional[str] = None
 
     def column(self, name: str):
         low = name.lower()

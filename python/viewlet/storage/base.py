@@ -121,6 +121,13 @@ class TableStore(ABC):
         (+1 insert / post-image, -1 delete / pre-image)."""
 
     @abstractmethod
+    def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
+        """Changes in versions (after_version, to_version] read from the data files the
+        commits removed (`_viewlet_sign` -1) and added (+1): rows a commit copied unchanged
+        appear with both signs, so only the net per row is the change. Needs no change data
+        feed; for tables only Viewlet writes (result tables of upstream views)."""
+
+    @abstractmethod
     def create(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
                metadata: Optional[Dict[str, str]] = None,
                properties: Optional[Dict[str, str]] = None,

@@ -201,6 +201,23 @@ class DeltaRsStore(TableStore):
         return _repair_updates(dt, path, changes, table.column("_commit_version"),
                                after_version, to_version, self.options)
 
+    def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
+        dt = self._table(path)
+        schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
+        log = CommitLog(dt.table_uri)
+        parts = []
+        for v in range(after_version + 1, to_version + 1):
+            actions = log.actions(v)
+            if actions is None:
+                raise ChangeFeedError(
+                    f"Cannot read the changes of version {v} of {path}: its commit is no longer "
+                    "in the Delta log. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view "
+                    "from the current data.")
+            parts.append(rows_from_files(log, path, v, actions, schema))
+        if not parts:
+            return rows_from_files(log, path, after_version, [], schema)
+        return pa.concat_tables(parts)
+
     def create(self, path, data, txn=None, metadata=None, properties=None, rows_per_file=None):
         if rows_per_file is None:
             _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
