@@ -204,7 +204,7 @@ class DeltaRsStore(TableStore):
     def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
         dt = self._table(path)
         schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
-        log = CommitLog(dt.table_uri)
+        log = CommitLog(dt.table_uri, _filesystem(dt.table_uri, [], self.options)[0])
         parts = []
         for v in range(after_version + 1, to_version + 1):
             actions = log.actions(v)
