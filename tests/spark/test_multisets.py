@@ -43,6 +43,9 @@ VIEWS = {
         "SELECT r.a, COUNT(*) AS n, (SELECT MAX(s.f) FROM s WHERE s.b = r.a) AS mf, "
         "(SELECT MIN(t.h) FROM t) AS mh FROM r GROUP BY r.a, 3 "
         "HAVING COUNT(*) + 2 > (SELECT COUNT(DISTINCT t.g) FROM t WHERE t.e = r.a)",
+    # a view without aggregates (bag copies) with a MIN subquery per row: its input r.b is a
+    # hidden state key, the multiset is keyed by the state's keys
+    "select_bag": "SELECT r.a, (SELECT MIN(t.h) FROM t WHERE t.e = r.b) AS mh FROM r",
     # an aggregating FROM subquery with MIN and COUNT(DISTINCT) per group (NULL keys are
     # groups), joined and compared
     "from_subquery":
