@@ -120,5 +120,5 @@ def explain_file(path: str, resolver: OfflineResolver, depth: Optional[int] = No
     overrides a CREATE statement's WITH (depth = ...)."""
     name, query, file_depth = read_definition(path)
     compiled = compile_definition(query, resolver, depth if depth_given else file_depth,
-                                  read_options(path).get("caches", False), for_runtime=False)
+                                  read_options(path).get("caches", False))
     return explain_program(name, query, compiled.program)

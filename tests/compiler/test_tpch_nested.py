@@ -74,9 +74,9 @@ def tpch_row(rng, table):
 
 SUPPORTED = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "q10", "q11", "q12", "q13",
              "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22", "q11a", "q17a", "q18a",
-             "q22a", "ssb4", "q2_streaming", "q15_streaming"]
+             "q22a", "ssb4"]
 # Pure-Python evaluation of wide joins is slow; these run with fewer batches.
-HEAVY = {"q2", "q2_streaming", "q5", "q7", "q8", "q9", "q10", "q20", "q21", "ssb4"}
+HEAVY = {"q2", "q5", "q7", "q8", "q9", "q10", "q20", "q21", "ssb4"}
 
 
 def test_every_query_file_is_classified():

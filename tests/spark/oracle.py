@@ -21,11 +21,13 @@ def assert_view_matches(spark, view: str, query: str):
 
 
 def check_view_through_batches(spark, work, view: str, query: str, depth, batches: int,
-                               oracle: str = None, also=None):
+                               oracle: str = None, also=None, options: str = None):
     """CREATE the view, then after the initial load and after each of `batches` workload
     batches, REFRESH and compare with Spark's recompute of `oracle` (default: the query);
-    `also()` runs after each comparison (further checks); DROP the view at the end."""
-    options = "" if depth is None else f" WITH (depth = {depth})"
+    `also()` runs after each comparison (further checks); DROP the view at the end.
+    `options`: more view options (`caches = true`)."""
+    given = ([] if depth is None else [f"depth = {depth}"]) + ([options] if options else [])
+    options = f" WITH ({', '.join(given)})" if given else ""
     spark.sql(f"CREATE INCREMENTAL VIEW {view}{options} AS {query}")
     try:
         for i in range(batches + 1):

@@ -9,7 +9,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..calculus.normalize import fresh_names
 from ..compiler.hoivm import compile_view
 from ..compiler.program import Program
-from ..errors import UnsupportedSQL
 from ..sql.frontend import COUNT_COLUMN, ViewSpec, translate
 from ..sql.tables import ColumnInfo, TableInfo, TableResolver
 
@@ -27,29 +26,12 @@ class CompiledView:
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
-                       caches: bool = False, for_runtime: bool = True) -> CompiledView:
-    """`for_runtime=False` (`viewlet explain FILE.sql`) also compiles what the Spark runtime
-    does not run yet."""
+                       caches: bool = False) -> CompiledView:
     with fresh_names():
         spec = translate(sql, resolver)
-        if for_runtime:
-            require_runtime_support(spec)
         program = compile_view(spec.group, spec.columns, depth,
                                {n: m.query for n, m in spec.multisets.items()}, caches=caches)
     return CompiledView(spec, program, depth)
-
-
-def require_runtime_support(spec: ViewSpec) -> None:
-    """Refuse what the compiler maintains but the Spark runtime cannot run yet: MIN / MAX /
-    DISTINCT aggregates (multisets and nested aggregates of those kinds) and WITH clauses.
-    CREATE fails before anything is written rather than computing a wrong view; the batch
-    path's rewrite adds their lowering and removes this check."""
-    if spec.runtime_pending:
-        construct, position = spec.runtime_pending[0]
-        raise UnsupportedSQL(
-            construct, "It compiles (`viewlet explain FILE.sql` shows its program), but it is "
-            "not yet supported by the runtime: MIN / MAX, COUNT / SUM / AVG (DISTINCT ...) and "
-            "WITH clauses are maintained by the compiler only so far.", position, spec.sql)
 
 
 class RecordingResolver(TableResolver):
@@ -138,6 +120,6 @@ def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
             "global": spec.is_aggregate and not spec.group}
 
 
-__all__ = ["CompiledView", "compile_definition", "require_runtime_support", "StoredTables",
+__all__ = ["CompiledView", "compile_definition", "StoredTables",
            "RecordingResolver", "physical_names", "normalize_value_type", "result_layout", "COUNT_COLUMN",
            "HIDDEN_PREFIX"]

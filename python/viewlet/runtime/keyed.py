@@ -2,7 +2,7 @@
 rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,3 +43,26 @@ def add_rows(old: pa.Table, delta: pa.Table, keys: Sequence[str], values: List[s
         col = summed.column(f"{v}_sum")
         cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(schema.field(v).type)
     return pa.table(cols, schema=schema)
+
+
+
+def pad_groups(delta: Optional[pa.Table], schema: pa.Schema, keys: Sequence[str],
+               others: Sequence[Tuple[pa.Table, Sequence[str]]]) -> pa.Table:
+    """The delta of a map with `schema` and key columns `keys` (None: no rows), plus a row
+    of zero values for each key given by the `others` (a table, its columns holding the
+    key): every key touched by either, as a delta of the map."""
+    parts = [delta.select(schema.names).cast(schema)] if delta is not None else []
+    for table, columns in others:
+        if table.num_rows == 0:
+            continue
+        if keys:
+            found = table.group_by(list(columns), use_threads=False).aggregate([])
+            n = found.num_rows
+            cols = {k: found.column(c).cast(schema.field(k).type) for k, c in zip(keys, columns)}
+        else:                              # a global aggregate: its one group
+            n, cols = 1, {}
+        for f in schema:
+            if f.name not in cols:
+                cols[f.name] = pa.array([0] * n, f.type)
+        parts.append(pa.table(cols, schema=schema))
+    return pa.concat_tables(parts) if parts else schema.empty_table()

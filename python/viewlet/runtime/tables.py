@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from ..errors import TableNotFound, ViewletError
 from ..spark.io import spark_schema
+from ..sql.ctes import inline_ctes
 from ..sql.quantified import rewrite_quantified
 from ..sql.tables import ColumnInfo, TableInfo
 from .layout import normalize_location
@@ -56,7 +57,8 @@ def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[st
 
     `location_of(parts)` gives a reference's table location; `frames` maps locations to the
     DataFrames to read (e.g. snapshots at the batch's versions)."""
-    tree = sqlglot.parse_one(sql, read="spark")
+    # WITH clauses inlined, as the front end compiles them: CTE names are no tables
+    tree, _ = inline_ctes(sqlglot.parse_one(sql, read="spark"), _no_failure)
     # quantified comparisons (ALL / ANY / SOME), which Spark does not parse, as counts
     tree = rewrite_quantified(tree, sql, lambda t: frames[location_of([p.name for p in t.parts])].columns)
     params: Dict[str, DataFrame] = {}
@@ -80,3 +82,7 @@ def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[st
     for loc, placeholder in names.items():
         text = text.replace(placeholder, "{" + placeholder.strip("_") + "}")
     return text, params
+
+
+def _no_failure(construct, node, detail=None):
+    raise ViewletError(f"internal: {construct} passed the front end")

@@ -21,8 +21,9 @@ from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
 from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark_schema, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
+from ..sql.multisets import AVG_DISTINCT
 from .batch import BatchPlan, build_plan, relation_columns, run_triggers, sum_by_keys
-from .keyed import add_rows, read_keys
+from .keyed import add_rows, pad_groups, read_keys
 from . import chain, drift, faults, maps
 from .catalog import Entry
 from .determinism import reject_nondeterministic
@@ -30,7 +31,7 @@ from .definition import (CompiledView, RecordingResolver, StoredTables, compile_
                          normalize_value_type, parts_key, result_layout)
 from .manifest import BatchRecord, Manifest
 from .progress import Progress
-from .result import result_rows_sql
+from .result import multiset_params, result_rows_sql
 from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
@@ -201,26 +202,27 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         # One job per map: maps can be as large as the base tables, and one packed collect
         # of all of them (fine for a batch's small deltas) would hold every map at once.
         txn = (f"viewlet:{view_id}", 0)
-        state_data = None
+        kept = set(multiset_params(spec)) | {compiled.program.view_map}
+        kept_data: Dict[str, pa.Table] = {}    # what the result rows are derived from
         for i, (part, frame) in enumerate(parts.items(), 1):
             progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
             data = frame_arrow(frame)
             maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
                                maps_json[part]["keys"], maps_json[part]["cluster"], txn)
-            if part == compiled.program.view_map:
-                state_data = data
+            if part in kept:
+                kept_data[part] = data
             del data
         source.release()
         progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
         scratch = ctx.layout.scratch_dir(view_id, "create")
         try:
-            result = frame_arrow(_initial_result(ctx, compiled, layout, agg_types, state_data,
+            result = frame_arrow(_initial_result(ctx, compiled, layout, agg_types, kept_data,
                                                  maps_json, sql, frames, location_of, scratch))
         finally:
             ctx.store.drop(scratch)
         ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn)
         result_rows = result.num_rows
-        del result, state_data
+        del result, kept_data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
@@ -291,7 +293,7 @@ def _aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, 
     items = []
     for a in spec.aggregates:
         items.append(f"{a.sql} AS {q(a.placeholder)}")
-        if a.kind == "avg":
+        if a.kind in ("avg", AVG_DISTINCT):
             items.append(f"{re.sub('^AVG', 'SUM', a.sql, flags=re.I)} AS {q(a.placeholder + '_sum')}")
     text, params = bind_tables(f"SELECT {', '.join(items)} {spec.from_sql}", frames, location_of)
     fields = {f.name: f.dataType.simpleString() for f in ctx.spark.sql(text, **params).schema.fields}
@@ -335,20 +337,27 @@ def _initial_map(ctx, m, source):
     return schema, total.where(f"{q(zero)} <> 0")
 
 
-def _initial_result(ctx, compiled, layout, agg_types, state_data, maps_json, sql, frames,
+def _initial_result(ctx, compiled, layout, agg_types, data, maps_json, sql, frames,
                     location_of, scratch) -> DataFrame:
+    """`data`: the rows just loaded of the view state and of its multisets."""
     if compiled.depth == 0:
         text, params = bind_tables(sql, frames, location_of)
         df = ctx.spark.sql(text, **params)
         return df.toDF(*[c["physical"] for c in layout["columns"]])
-    # From the view state just loaded (a Parquet file), not by aggregating the tables again.
+    # From the view state and multisets just loaded (Parquet files), not by aggregating the
+    # tables again.
     state_json = maps_json[compiled.program.view_map]
-    location = ctx.store.write_file(f"{scratch}/state.parquet", state_data)
-    state_frame = ctx.spark.read.schema(spark_schema(state_data.schema)).parquet(location)
-    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, state_json["keys"], COUNT_COLUMN)
+    read = {}
+    for name, rows in data.items():
+        location = ctx.store.write_file(f"{scratch}/{name}.parquet", rows)
+        read[name] = ctx.spark.read.schema(spark_schema(rows.schema)).parquet(location)
+    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, state_json["keys"], COUNT_COLUMN,
+                               {m: maps_json[m]["keys"] for m in multiset_params(compiled.spec)})
+    state_frame = read[compiled.program.view_map]
     if layout["global"]:
         state_frame = _global_state(ctx, state_frame, state_json)
-    return ctx.spark.sql(rows_sql, s=state_frame)
+    return ctx.spark.sql(rows_sql, s=state_frame, **{
+        param: read[m] for m, param in multiset_params(compiled.spec).items()})
 
 
 def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
@@ -423,12 +432,11 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
         _recompute(view, record, txn, stats)
         return stats
     deltas = run_triggers(view, record, stats, progress.step)
-    state_name = view.spec["view_map"]
     result = None
-    if deltas.get(state_name) is not None and deltas[state_name].num_rows:
+    if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        result = _result_source(view, record, deltas[state_name])
+        result = _result_source(view, record, deltas)
         stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
@@ -507,21 +515,43 @@ def _committed(ctx, path, txn) -> bool:
     return done is not None and done >= txn[1]
 
 
-def _result_source(view: LoadedView, record: BatchRecord, delta_state: pa.Table) -> pa.Table:
+def _result_maps(view: LoadedView) -> List[str]:
+    """The maps a group's result row is derived from: the view state, the multisets the
+    outputs read."""
+    return [view.spec["view_map"]] + list(multiset_params(view.compiled.spec))
+
+
+def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table]) -> pa.Table:
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
-    per touched group and the group's new rows as 'ins' rows. The touched groups' new state
-    (their batch-start rows plus the delta) is built on the driver; Spark evaluates the
-    output expressions over it (a projection of a local relation: no Spark job, unless bag
-    copies need a generator)."""
+    per touched group and the group's new rows as 'ins' rows. Touched are the groups of the
+    state's delta and the groups of the multisets' deltas (an UPDATE moving a MIN changes a
+    multiset, not the state). The touched groups' new state (their batch-start rows plus
+    the delta) is built on the driver; Spark evaluates the output expressions over it (a
+    projection of a local relation, unless multisets are aggregated or bag copies need a
+    generator), with the multisets' batch-start rows of those groups plus their deltas."""
     ctx = view.ctx
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
+    delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
+                             [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
+                              for m in _result_maps(view)[1:] if deltas.get(m) is not None])
     new_state = add_rows(read_keys(ctx.store, view.map_path(state_name),
                                    record.map_versions[state_name], delta_state, schema.keys),
                          delta_state, schema.keys, list(schema.values))
+    multisets = {}
+    for name, param in multiset_params(view.compiled.spec).items():
+        ms_schema = view.map_arrow_schema(name)
+        group = view.map_schema(name).keys[:len(schema.keys)]
+        # the state's and the multiset's group key columns are both k0, k1, ...
+        old = read_keys(ctx.store, view.map_path(name), record.map_versions[name], new_state,
+                        group)
+        rows = [old.select(ms_schema.names).cast(ms_schema)]
+        if deltas.get(name) is not None:
+            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
+        multisets[param] = arrow_frame(ctx.spark, pa.concat_tables(rows))
     rows_sql, columns = _result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
-    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state))
+    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **multisets)
     ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
     dels = {}
     key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
@@ -543,7 +573,9 @@ def _result_sql(view: LoadedView):
         layout = view.spec["result"]
         schema = view.map_schema(view.spec["view_map"])
         rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
-                                   schema.keys, COUNT_COLUMN)
+                                   schema.keys, COUNT_COLUMN,
+                                   {m: view.map_schema(m).keys
+                                    for m in multiset_params(view.compiled.spec)})
         columns = [c["physical"] for c in layout["columns"]] + \
             [name for name, _ in layout["keys"] if name in layout["hidden"]]
         cache["result_sql"] = (rows_sql, columns)

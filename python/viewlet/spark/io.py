@@ -46,7 +46,9 @@ def arrow_frame(spark: SparkSession, table: pa.Table, schema: Optional[StructTyp
     table = plain_types(table)
     if table.num_rows == 0:
         return spark.createDataFrame([], schema or spark_schema(table.schema))
-    df = spark.createDataFrame(table)
+    # one chunk per column: a table concatenated from a file's rows and computed rows came
+    # back from createDataFrame with the first chunk's rows only (pyspark 4.0.1)
+    df = spark.createDataFrame(table.combine_chunks())
     return df
 
 

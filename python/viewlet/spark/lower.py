@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from ..calculus.ir import Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value
+from ..calculus.ir import (COUNT_DISTINCT, EMPTY_VALUE, MAX, MIN, SUM, SUM_DISTINCT, Cond, DeltaRel,
+                          Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value)
 from ..errors import ViewletError
 
 MULT = "__m"
 NESTED = "__n"
+VAL = "__val"     # a nested multiset's value column
 
 #: key position -> the batch columns ((relation, column), ...) that bind it
 Lookups = Dict[int, FrozenSet[Tuple[str, str]]]
@@ -231,7 +233,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         froms, joins, conds, mults = [text], [], [], [f"{base}.{q(MULT)}"]
         new_binding = {v: f"{base}.{q(c)}" for v, c in cols.items()}
         for n, atom in enumerate(nested):
-            value = f"COALESCE(n{stage}_{n}.{q(NESTED)}, 0)"
+            value = f"COALESCE(n{stage}_{n}.{q(NESTED)}, 0)" if EMPTY_VALUE[atom.kind] == 0 \
+                else f"n{stage}_{n}.{q(NESTED)}"
             if atom.var in new_binding:
                 joins.append(f"{new_binding[atom.var]} <=> {value}")
             else:
@@ -276,18 +279,17 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
     are looked up, so maps the nested query reads by them are read by lookup too)."""
     inputs = list(atom.inputs)
     keys = [cols[g] for g in inputs]
+    out_keys = keys + ([VAL] if atom.kind != SUM else [])
     if not atom.query.monomials:
+        empty = "CAST(0 AS BIGINT)" if EMPTY_VALUE[atom.kind] == 0 else "NULL"
         return (f"SELECT DISTINCT {', '.join(q(k) for k in keys) + ', ' if keys else ''}"
-                f"CAST(0 AS BIGINT) AS {q(NESTED)} FROM ({enclosing}) AS e")
+                f"{empty} AS {q(NESTED)} FROM ({enclosing}) AS e")
     if _range_restricted(atom):
         # Every monomial binds the inputs itself: aggregate per input, no enclosing rows
         # needed (the LEFT JOIN back uses SQL `=`, so NULL inputs get 0, as correlation does).
-        parts = [lower_monomial(m, inputs, source, sb, keys, NESTED, origins=inherited)
-                 for m in atom.query.monomials]
-        union = " UNION ALL ".join(f"({p})" for p in parts)
-        key_list = ", ".join(q(k) for k in keys)
-        return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
-                f"FROM ({union}) AS u" + (f" GROUP BY {key_list}" if keys else ""))
+        parts = [lower_monomial(m, atom.query.group, source, sb, out_keys, NESTED,
+                                origins=inherited) for m in atom.query.monomials]
+        return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys)
     window = _threshold_sums(atom, enclosing, cols, source, sb)
     if window is not None:
         return window
@@ -295,12 +297,42 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
     if inputs:
         domain = f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({enclosing}) AS e) AS inp"
         pre = (domain, {g: f"inp.{q(cols[g])}" for g in inputs})
-    parts = [lower_monomial(m, inputs, source, sb, keys, NESTED, pre, origins=inherited)
-             for m in atom.query.monomials]
-    union = " UNION ALL ".join(f"({p})" for p in parts)
+    parts = [lower_monomial(m, atom.query.group, source, sb, out_keys, NESTED, pre,
+                            origins=inherited) for m in atom.query.monomials]
+    return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys)
+
+
+#: a multiset kind's value over the values with a positive count (`{v}`: the value column)
+MULTISET_SQL = {MIN: "MIN({v})", MAX: "MAX({v})", COUNT_DISTINCT: "COUNT({v})",
+                SUM_DISTINCT: "SUM({v})"}
+
+
+def _nested_value(atom: Nested, union: str, keys: Sequence[str]) -> str:
+    """SELECT keys, value per input binding from the UNION ALL of the nested query's rows:
+    a sum of their values, or (multiset kinds: rows keyed by inputs and value) the kind's
+    aggregate over the values whose counts add up to a positive number."""
     key_list = ", ".join(q(k) for k in keys)
-    return (f"SELECT {key_list + ', ' if keys else ''}SUM({q(NESTED)}) AS {q(NESTED)} "
-            f"FROM ({union}) AS u" + (f" GROUP BY {key_list}" if keys else ""))
+    select_keys = key_list + ", " if keys else ""
+    group = f" GROUP BY {key_list}" if keys else ""
+    if atom.kind == SUM:
+        return f"SELECT {select_keys}SUM({q(NESTED)}) AS {q(NESTED)} FROM ({union}) AS u{group}"
+    return multiset_aggregate_sql([(atom.kind, NESTED)], union, keys, VAL, NESTED)
+
+
+def multiset_aggregate_sql(outs: Sequence[Tuple[str, str]], rows: str, group: Sequence[str],
+                           value: str, count: str) -> str:
+    """SELECT group..., out...: for each (kind, out), the kind's aggregate (MIN / MAX / COUNT
+    / SUM of the distinct values; NULL, or 0 for a count, when no value has a positive count)
+    of multiset `rows`, which are keyed by group and value and counted by `count` (summed
+    here: rows of a map plus rows of its delta)."""
+    key_list = ", ".join(q(k) for k in group)
+    select_keys = key_list + ", " if group else ""
+    counted = (f"SELECT {select_keys}{q(value)}, SUM({q(count)}) AS __cnt FROM ({rows}) AS ms "
+               f"GROUP BY {select_keys}{q(value)}")
+    present = f"CASE WHEN __cnt > 0 THEN {q(value)} END"
+    items = ", ".join(f"{MULTISET_SQL[kind].format(v=present)} AS {q(out)}" for kind, out in outs)
+    return (f"SELECT {select_keys}{items} FROM ({counted}) AS mc"
+            + (f" GROUP BY {key_list}" if group else ""))
 
 
 _FLIPPED = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte"}
@@ -350,7 +382,7 @@ def _threshold_sums(atom: Nested, enclosing: str, cols, source, sb):
     above this price"): running sums over the rows sorted by key, read at each input value
     of the enclosing rows, instead of joining every input with every row (quadratic). None
     when the nested query does not have that form."""
-    if len(atom.inputs) != 1 or atom.null_safe:
+    if len(atom.inputs) != 1 or atom.null_safe or atom.kind != SUM:
         return None
     g = atom.inputs[0]
     parts = [_threshold(m, g) for m in atom.query.monomials]

@@ -74,8 +74,6 @@ class ViewSpec:
     # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
     # (multiset, kind); the variable's value for a group is that aggregate of its multiset
     value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
-    # (construct, position) the compiler maintains but the Spark runtime does not yet
-    runtime_pending: List[Tuple[str, Optional[int]]] = field(default_factory=list)
 
 
 class _Instance:
@@ -130,7 +128,6 @@ class _Translator:
             self.group_keys: set = set()               # GROUP BY keys of FROM subqueries
             self.assigned: set = set()                 # variables bound by an assignment
             self.var_types: Dict[str, str] = {}         # known types of non-column variables
-            self.pending: List[Tuple[str, Optional[int]]] = []   # see ViewSpec.runtime_pending
         else:                                       # one variable namespace for all scopes
             self.relation_names, self.tables = outer.relation_names, outer.tables
             self.parent, self.var_columns = outer.parent, outer.var_columns
@@ -138,11 +135,6 @@ class _Translator:
             self.group_keys = outer.group_keys
             self.assigned = outer.assigned
             self.var_types = outer.var_types
-            self.pending = outer.pending
-
-    def note_pending(self, construct: str, node: Optional[exp.Expression]):
-        """A construct the compiler maintains and the Spark runtime does not yet."""
-        self.pending.append((construct, position_of(node) if node is not None else None))
 
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
@@ -266,11 +258,8 @@ class _Translator:
                                     f"{err.get('description', e)}", err.get("start")) from None
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
-        tree, with_clause = inline_ctes(tree, self.fail)
-        spec = self._translate_select(setops.as_select(tree, self.fail))
-        if with_clause is not None:
-            spec.runtime_pending.insert(0, ("a WITH clause", position_of(with_clause)))
-        return spec
+        tree, _ = inline_ctes(tree, self.fail)
+        return self._translate_select(setops.as_select(tree, self.fail))
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
@@ -750,8 +739,7 @@ class _Translator:
                         outputs, having_expr, True, _from_sql(tree, group_items=group_items),
                         dict(self.var_columns), subqueries=values.values,
                         value_columns=values.columns, subquery_probe=_subquery_probe(tree, values),
-                        multisets=multisets.by_name, value_multisets=values.multisets,
-                        runtime_pending=list(self.pending))
+                        multisets=multisets.by_name, value_multisets=values.multisets)
 
     def _aggregate(self, node, base, state, agg_by_sql, aggregates, multisets) -> AggregateSpec:
         key = node.sql(dialect="spark")
@@ -768,7 +756,6 @@ class _Translator:
         kept = multiset_aggregate(node, self.fail)
         if kept is not None:
             kind, arg = kept
-            self.note_pending(f"{node.sql(dialect='spark')}", node)
             spec = AggregateSpec(kind, key, placeholder, None, None, multisets.add(arg))
         elif node.find(exp.Distinct):
             self.fail(f"{node.key.upper()}(DISTINCT ...)", node)
@@ -837,8 +824,7 @@ class _Translator:
                         None, False, _from_sql(tree), dict(self.var_columns), distinct,
                         subqueries=values.values, value_columns=values.columns,
                         subquery_probe=_subquery_probe(tree, values),
-                        multisets=multisets.by_name, value_multisets=values.multisets,
-                        runtime_pending=list(self.pending))
+                        multisets=multisets.by_name, value_multisets=values.multisets)
 
 
 class _StateColumns:

@@ -258,7 +258,6 @@ class SubqueryTranslator:
     def _multiset_aggregate(self, child, base, node, kind, arg) -> exp.Expression:
         """MIN / MAX / DISTINCT aggregates: nested aggregates over the multiset of arg's
         non-NULL values (one query for both parts of AVG(DISTINCT))."""
-        self.scope.note_pending(f"{node.sql(dialect='spark')} in a subquery", node)
         value = self.scope.fresh("mv")
         body = multiset_body(child, base, arg, value)
         if kind != AVG_DISTINCT:
