@@ -286,6 +286,11 @@ def _packed(plan: Phase) -> str:
 
 
 # -- running a batch -----------------------------------------------------------------------
+#: a lookup keeping more than this share of the rows in the files it read binds those files
+#: (Spark reads them) instead of staging the rows kept
+KEEP_FILES_ABOVE = 0.5
+
+
 class BatchInputs:
     """Binds a plan's leaves to DataFrames for one batch."""
 
@@ -295,6 +300,8 @@ class BatchInputs:
         self.files = 0
         self.reads: List[list] = []
         self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
+        self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
+        self.read_of: Dict[Leaf, list] = {}       # ... -> its entry in `reads`
 
     def bind(self, leaf: Leaf):
         from ..spark.io import read_table, snapshot_frame
@@ -318,7 +325,14 @@ class BatchInputs:
             self.reads.append([leaf.name, len(whole.files), len(whole.files), _rows(whole),
                                _rows(whole), _rows(whole)])
             return snapshot_frame(ctx.spark, whole, columns)
-        return self._file(self._matching(leaf).select(columns))
+        rows = self._matching(leaf)
+        snap = self.restricted[leaf]
+        if rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+            # The batch touches most keys of the files read: Spark reads those files
+            # rather than a staged copy of most of them.
+            self.read_of[leaf][5] = _rows(snap)
+            return snapshot_frame(ctx.spark, snap, columns)
+        return self._file(rows.select(columns))
 
     def _matching(self, leaf: Leaf) -> pa.Table:
         """A map's rows holding the looked-up keys, read on the driver once per batch: the
@@ -329,10 +343,12 @@ class BatchInputs:
             whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
             lookups = self._lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
             rows = read_matching(store, whole, lookups)
-            snap = whole.restricted(lookups)
-            # Per map read: files and rows read of the files and rows there are, rows kept.
-            self.reads.append([leaf.name, len(snap.files), len(whole.files), _rows(snap),
-                               _rows(whole), rows.num_rows])
+            snap = self.restricted[leaf] = whole.restricted(lookups)
+            # Per map read: files and rows read of the files and rows there are, rows
+            # Spark gets (the rows kept, or the files' rows when it reads the files).
+            self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
+                                  _rows(whole), rows.num_rows]
+            self.reads.append(self.read_of[leaf])
             self.matched[leaf] = rows
         return self.matched[leaf]
 

@@ -152,15 +152,18 @@ def _domain_origins(query: Query) -> Origins:
     return out
 
 
-def _chain_map_origins(mono: Monomial, origin: Dict[str, FrozenSet], source: AtomSource):
+def _chain_map_origins(mono: Monomial, origin: Dict[str, FrozenSet], source: AtomSource
+                       ) -> Dict[str, int]:
     """Add origins for variables bound by a key column of a map read by lookup (a map read
     as its stored snapshot only): their values are among that column's values in the rows
     the lookup reads. Q18a's customer trigger: the customer's orders from one map, then
-    the lineitem maps of those orders, instead of those maps whole."""
+    the lineitem maps of those orders, instead of those maps whole. Returns the index of
+    the atom each added origin comes from (an atom does not look itself up by them)."""
+    derived: Dict[str, int] = {}
     changed = True
     while changed:
         changed = False
-        for atom in mono.atoms:
+        for i, atom in enumerate(mono.atoms):
             if not isinstance(atom, MapRef) or not source.snapshot_only(atom.name):
                 continue
             lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
@@ -171,7 +174,9 @@ def _chain_map_origins(mono: Monomial, origin: Dict[str, FrozenSet], source: Ato
             for j, v in free:
                 if v not in origin:
                     origin[v] = frozenset({(src, f"k{j}")})
+                    derived[v] = i
             changed = True
+    return derived
 
 
 def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
@@ -182,7 +187,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     mults: List[str] = []
     binding: Dict[str, str] = {}
     origin = batch_origins(mono, origins)
-    _chain_map_origins(mono, origin, source)
+    derived = _chain_map_origins(mono, origin, source)
 
     def bind(var: str, sql: str):
         if var in binding:
@@ -205,7 +210,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
         elif isinstance(atom, MapRef):
-            lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
+            lookups = {j: origin[v] for j, v in enumerate(atom.vars)
+                       if v in origin and derived.get(v) != i}
             froms.append(f"{_from(source.map(atom.name, lookups or None), sb)} AS {alias}")
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
