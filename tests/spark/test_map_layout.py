@@ -23,6 +23,7 @@ def _parquet_files(path):
 def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
     monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
+    monkeypatch.setattr(batch, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
     work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")
     view = vl.load("ml_compact")
