@@ -23,17 +23,22 @@ def _parquet_files(path):
 def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
     monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
+    monkeypatch.setattr(batch, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
     work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")
     view = vl.load("ml_compact")
-    layouts, compactions, skipped = {}, 0, False
+    layouts, compactions, skipped, filtered = {}, 0, False, False
     for _ in range(6):
         while not {"r", "s"} & set(work.batch()):
             pass
         spark.sql("REFRESH INCREMENTAL VIEW ml_compact")
         assert_view_matches(spark, "ml_compact", QUERY)
         last = view.manifest.last_committed()
-        skipped |= any(read < total for _, read, total, _, _ in last.stats.get("map_reads", []))
+        reads = last.stats.get("map_reads", [])
+        skipped |= any(read < total for _, read, total, _, _, _ in reads)
+        # a lookup keeps only the rows of the batch's keys: some reads keep fewer rows
+        # than the files they read hold
+        filtered |= any(kept < rows for _, _, _, rows, _, kept in reads)
         for name, layout in last.stats["layout"].items():
             if name in layouts and layouts[name] != layout:      # compacted in this batch
                 compactions += 1
@@ -45,6 +50,7 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
             layouts[name] = layout
     assert compactions >= 2
     assert skipped                                       # some read skipped files by key
+    assert filtered                                      # and some kept only matching rows
     for name in view.spec["maps"]:                       # files sorted by the cluster key
         snap = vl.store.snapshot(view.map_path(name))
         assert all(s.rows is not None for s in snap.stats)

@@ -28,6 +28,9 @@ ALL = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "q10", "q11", "q12"
        "q22a", "ssb4"]
 _CHOICE = os.environ.get("VIEWLET_TPCH_ORACLE", "")
 QUERIES = ALL if _CHOICE == "all" else _CHOICE.split(",") if _CHOICE else DEFAULT
+# views whose batches read every map by lookup, none whole: Q18a's customer trigger reads the
+# lineitem maps by the orders its lookup of m4_orders finds (lower.MapOrigin)
+LOOKUP_ONLY = {"q18a", "q17a"}
 BATCHES = 2
 
 
@@ -55,5 +58,8 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_base, tmp_path, name):
             stream.apply(stream.next_batch(200))
             spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
             assert_view_matches(spark, view, query)
+            if name in LOOKUP_ONLY:
+                reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
+                assert reads and all(kept < rows for _, _, _, _, rows, kept in reads if rows), reads
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

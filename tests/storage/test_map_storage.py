@@ -173,3 +173,22 @@ def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
         ValueError("other errors still surface")))
     with pytest.raises(ValueError, match="still surface"):
         store.vacuum(path, 0)
+
+
+def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_path, monkeypatch):
+    from viewlet.runtime import keyed
+    monkeypatch.setattr(keyed, "FILES_PER_READ", 2)       # several chunks
+    path = str(tmp_path / "m")
+    keys = list(range(40)) + [None, None]
+    k1 = [f"s{k % 4}" if k is not None else None for k in keys]
+    store.create(path, _table(keys, k1=k1), txn=("t", 0), rows_per_file=5)
+    snap = store.snapshot(path)
+    rows = keyed.read_matching(store, snap, {"k0": ({3, 17, 38, 99}, False)})
+    assert sorted(rows.column("k0").to_pylist()) == [3, 17, 38]
+    # NULL is kept only when the lookup says so; two columns must both match
+    rows = keyed.read_matching(store, snap, {"k0": ({1, 2, 5}, True), "k1": ({"s1"}, True)})
+    assert sorted(rows.column("k0").to_pylist(), key=str) == [1, 5, None, None]
+    assert keyed.read_matching(store, snap, {"k0": (set(), False)}).num_rows == 0
+    # values that do not convert to the column's type filter nothing (a superset)
+    rows = keyed.read_matching(store, snap, {"k1": ({1, "s1"}, False)})
+    assert rows.num_rows == len(keys)

@@ -255,8 +255,8 @@ def _tables(results) -> List[str]:
         lines += ["", f"### SF {scale:g}, {batch:,} tuples per batch", "",
                   "| view | method | median s | min-max s | tuples/s | Spark recompute / this "
                   "| JVM heap peak MB | Python RSS peak MB | Spark rows read | Spark MB read "
-                  "| shuffle MB | maps on disk MB |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+                  "| shuffle MB | map rows read / kept | maps on disk MB |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         rows = [s for s in summary if (s["scale"], s["batch_size"]) == (scale, batch)]
         for s in sorted(rows, key=lambda s: (_view_order(s["view"]), _method_order(s["method"]))):
             sp = idx.get((scale, batch, s["view"], runner.SPARK))
@@ -268,8 +268,15 @@ def _tables(results) -> List[str]:
                 f"{ratio} | {_mb(s['jvm_heap_peak_bytes'])} | {_mb(s['python_rss_peak_bytes'])} | "
                 f"{_num(s['spark_input_records'])} | "
                 f"{_mb1(s['spark_input_bytes'])} | {_mb1(s['spark_shuffle_read_bytes'])} | "
+                f"{_map_rows(s)} | "
                 f"{_mb2(size['map_bytes']) if size and size['maps'] else ''} |")
     return lines
+
+
+def _map_rows(s) -> str:
+    if s.get("map_rows_read") is None:
+        return ""
+    return f"{_num(s['map_rows_read'])} / {_num(s.get('map_rows_kept'))}"
 
 
 def _method_order(m: str):

@@ -421,5 +421,21 @@ def summarize(measurements: List[Dict]) -> List[Dict]:
             "spark_input_bytes": med_of("input_bytes"),
             "spark_shuffle_read_bytes": med_of("shuffle_read_bytes"),
             "spark_jobs": med_of("jobs"),
+            "map_rows_read": _median_or_none([_map_rows(m, 3) for m in ms]),
+            "map_rows_kept": _median_or_none([_map_rows(m, 5) for m in ms]),
         })
     return out
+
+
+def _map_rows(m: Dict, field: int) -> Optional[int]:
+    """A refresh's map rows summed over its map reads (the manifest's `map_reads`): in the
+    files read (field 3) or kept for Spark (field 5). None for baselines."""
+    reads = (m.get("phases") or {}).get("map_reads")
+    if reads is None or any(len(r) <= field for r in reads):
+        return None
+    return sum((r[field] or 0) for r in reads)
+
+
+def _median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None

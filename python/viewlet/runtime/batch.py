@@ -26,7 +26,9 @@ import pyarrow.compute as pc
 
 from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import VALUE, Program
-from ..spark.lower import MULT, AtomSource, Lookups, Select, Sql, SqlBuilder, monomial_select, q
+from ..spark.lower import (MULT, AtomSource, Lookups, MapOrigin, Select, Sql, SqlBuilder, freeze_lookups,
+                           monomial_select, q)
+from .keyed import read_matching
 from .manifest import BatchRecord
 
 TAG = "__viewlet_part"
@@ -133,8 +135,7 @@ class _PlanSource(AtomSource):
         return Leaf("rel", relation, (relation in self.processed,))
 
     def map(self, name, lookups: Optional[Lookups] = None):
-        frozen = tuple(sorted((j, tuple(sorted(cols))) for j, cols in (lookups or {}).items()))
-        leaf = Leaf("map", name, frozen)
+        leaf = Leaf("map", name, freeze_lookups(lookups))
         pieces = self.pending.get(name)
         if not pieces:
             return leaf
@@ -148,6 +149,9 @@ class _PlanSource(AtomSource):
 
     def map_value(self, name):
         return VALUE
+
+    def snapshot_only(self, name):
+        return not self.pending.get(name)
 
 
 #: a trigger whose deltas later triggers read more often than this is collected first
@@ -285,6 +289,11 @@ def _packed(plan: Phase) -> str:
 
 
 # -- running a batch -----------------------------------------------------------------------
+#: a lookup keeping more than this share of the rows in the files it read binds those files
+#: (Spark reads them) instead of staging the rows kept
+KEEP_FILES_ABOVE = 0.5
+
+
 class BatchInputs:
     """Binds a plan's leaves to DataFrames for one batch."""
 
@@ -293,6 +302,9 @@ class BatchInputs:
         self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
         self.files = 0
         self.reads: List[list] = []
+        self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
+        self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
+        self.read_of: Dict[Leaf, list] = {}       # ... -> its entry in `reads`
 
     def bind(self, leaf: Leaf):
         from ..spark.io import read_table, snapshot_frame
@@ -310,13 +322,38 @@ class BatchInputs:
             return read_table(ctx.spark, ctx.store, view.table_path(leaf.name),
                               to if leaf.detail[0] else after, view.columns_of(leaf.name))
         schema = view.map_schema(leaf.name)
-        snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
-        whole = snap
-        if leaf.detail:
-            snap = snap.restricted(self._lookup_values(leaf.detail, schema.keys))
-        # Per map read: files and rows read of the files and rows there are.
-        self.reads.append([leaf.name, len(snap.files), len(whole.files), _rows(snap), _rows(whole)])
-        return snapshot_frame(ctx.spark, snap, schema.keys + list(schema.values))
+        columns = schema.keys + list(schema.values)
+        if not leaf.detail:
+            whole = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+            self.reads.append([leaf.name, len(whole.files), len(whole.files), _rows(whole),
+                               _rows(whole), _rows(whole)])
+            return snapshot_frame(ctx.spark, whole, columns)
+        rows = self._matching(leaf)
+        snap = self.restricted[leaf]
+        if rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+            # The batch touches most keys of the files read: Spark reads those files
+            # rather than a staged copy of most of them.
+            self.read_of[leaf][5] = _rows(snap)
+            return snapshot_frame(ctx.spark, snap, columns)
+        return self._file(rows.select(columns))
+
+    def _matching(self, leaf: Leaf) -> pa.Table:
+        """A map's rows holding the looked-up keys, read on the driver once per batch: the
+        batch's keys are spread over most files of a large map, so file skipping alone
+        would leave Spark most of the map to scan, once per reference."""
+        if leaf not in self.matched:
+            view, store = self.view, self.view.ctx.store
+            whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+            lookups = self._lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
+            rows = read_matching(store, whole, lookups)
+            snap = self.restricted[leaf] = whole.restricted(lookups)
+            # Per map read: files and rows read of the files and rows there are, rows
+            # Spark gets (the rows kept, or the files' rows when it reads the files).
+            self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
+                                  _rows(whole), rows.num_rows]
+            self.reads.append(self.read_of[leaf])
+            self.matched[leaf] = rows
+        return self.matched[leaf]
 
     def _file(self, data: pa.Table):
         """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
@@ -331,7 +368,10 @@ class BatchInputs:
         for j, origins in lookups:
             values, has_null = set(), False
             for rel, col in origins:
-                table = self.deltas.get(rel)
+                if isinstance(rel, MapOrigin):
+                    table = self._matching(Leaf("map", rel.name, rel.lookups))
+                else:
+                    table = self.deltas.get(rel)
                 if table is None:
                     continue
                 column = table.column(col)

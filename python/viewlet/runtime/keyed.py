@@ -2,10 +2,13 @@
 rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..storage.base import Snapshot, _prunable
 
 _TOUCHED = "__viewlet_touched"
 
@@ -24,6 +27,46 @@ def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str
     the matching rows: callers match keys exactly)."""
     snap = store.snapshot(path, version)
     return store.read_files(snap.restricted(key_lookups(rows, keys)))
+
+
+#: files read (and filtered) at a time: the driver holds the matching rows, not the map
+FILES_PER_READ = 8
+
+
+def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -> pa.Table:
+    """Exactly the rows of `snap` whose column c holds one of lookups[c]'s values (or NULL
+    when lookups[c] says so) for every c: files skipped by statistics, then the rows of the
+    files left filtered in Arrow, a few files at a time. Columns whose values cannot be
+    compared exactly (floating point, timestamps) or do not convert to the column's type
+    are not filtered on (the rows kept are a superset, as with file skipping)."""
+    snap = snap.restricted(lookups)
+    tests = []
+    for c, (values, has_null) in lookups.items():
+        field = snap.schema.field(c) if c in snap.schema.names else None
+        if field is None or not _prunable(field.type):
+            continue
+        try:
+            tests.append((c, pa.array(list(values)), has_null))
+        except (pa.ArrowException, TypeError, ValueError):      # mixed types: no filter
+            continue
+    parts = []
+    for i in range(0, len(snap.files), FILES_PER_READ):
+        chunk = replace(snap, files=snap.files[i:i + FILES_PER_READ],
+                        stats=snap.stats[i:i + FILES_PER_READ] if snap.stats is not None else None)
+        rows = store.read_files(chunk)
+        mask = None
+        for c, values, has_null in tests:
+            column = rows.column(c)
+            try:
+                value_set = values.cast(column.type) if len(values) else pa.array([], column.type)
+            except (pa.ArrowException, TypeError, ValueError):  # e.g. lossy: no filter
+                continue
+            test = pc.fill_null(pc.is_in(column, value_set=value_set), False)
+            if has_null:
+                test = pc.or_(test, pc.is_null(column))
+            mask = test if mask is None else pc.and_(mask, test)
+        parts.append(rows if mask is None else rows.filter(mask))
+    return pa.concat_tables(parts) if parts else store.read_files(snap)
 
 
 def add_rows(old: pa.Table, delta: pa.Table, keys: Sequence[str], values: List[str]) -> pa.Table:

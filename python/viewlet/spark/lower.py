@@ -8,7 +8,9 @@ Monomials are combined with UNION ALL and summed again.
 
 A map atom whose key variables the batch binds (the variable is a column of a batch atom of
 the same monomial) is read with `lookups`: the batch columns its keys must equal, so the
-source can read only the map files whose key ranges hold one of the batch's values.
+source can read only the map rows that hold one of the batch's values. A map read by lookup
+binds its other key variables to values the driver knows before Spark runs (that column of
+the rows the lookup reads: a `MapOrigin`), so maps joined on those are read by lookup too.
 """
 from __future__ import annotations
 
@@ -23,9 +25,22 @@ MULT = "__m"
 NESTED = "__n"
 VAL = "__val"     # a nested multiset's value column
 
-#: key position -> the batch columns ((relation, column), ...) that bind it
-Lookups = Dict[int, FrozenSet[Tuple[str, str]]]
-Origins = Dict[str, FrozenSet[Tuple[str, str]]]
+#: key position -> the batch columns ((relation, column), ...) that bind it; a `MapOrigin`
+#: in place of a relation: that key column of a map's rows read by lookup
+Lookups = Dict[int, FrozenSet[Tuple[object, str]]]
+Origins = Dict[str, FrozenSet[Tuple[object, str]]]
+
+
+@dataclass(frozen=True)
+class MapOrigin:
+    """Map `name` read with the (frozen) `lookups`: its rows' key values bind variables."""
+    name: str
+    lookups: tuple
+
+
+def freeze_lookups(lookups: Optional[Lookups]) -> tuple:
+    """Lookups as a hashable, ordered value (relations and MapOrigins sort by repr)."""
+    return tuple(sorted((j, tuple(sorted(cols, key=repr))) for j, cols in (lookups or {}).items()))
 
 
 def q(name: str) -> str:
@@ -66,6 +81,11 @@ class AtomSource:
     def relation(self, relation: str): ...     # base columns
     def map(self, name: str, lookups: Optional[Lookups] = None): ...   # k0..kn + value column(s)
     def map_value(self, name: str) -> str: ...
+
+    def snapshot_only(self, name: str) -> bool:
+        """Whether map `name` is read as a stored snapshot only (no rows Spark computes in
+        the same query), so that the driver can know its rows' keys beforehand."""
+        return False
 
 
 def _from(item, sb: SqlBuilder) -> str:
@@ -134,6 +154,33 @@ def _domain_origins(query: Query) -> Origins:
     return out
 
 
+def _chain_map_origins(mono: Monomial, origin: Dict[str, FrozenSet], source: AtomSource
+                       ) -> Dict[str, int]:
+    """Add origins for variables bound by a key column of a map read by lookup (a map read
+    as its stored snapshot only): their values are among that column's values in the rows
+    the lookup reads. Q18a's customer trigger: the customer's orders from one map, then
+    the lineitem maps of those orders, instead of those maps whole. Returns the index of
+    the atom each added origin comes from (an atom does not look itself up by them)."""
+    derived: Dict[str, int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for i, atom in enumerate(mono.atoms):
+            if not isinstance(atom, MapRef) or not source.snapshot_only(atom.name):
+                continue
+            lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
+            free = [(j, v) for j, v in enumerate(atom.vars) if v not in origin]
+            if not lookups or not free:
+                continue
+            src = MapOrigin(atom.name, freeze_lookups(lookups))
+            for j, v in free:
+                if v not in origin:
+                    origin[v] = frozenset({(src, f"k{j}")})
+                    derived[v] = i
+            changed = True
+    return derived
+
+
 def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb: SqlBuilder,
                     pre=None, origins: Optional[Origins] = None) -> Select:
     froms: List[str] = []
@@ -142,6 +189,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     mults: List[str] = []
     binding: Dict[str, str] = {}
     origin = batch_origins(mono, origins)
+    derived = _chain_map_origins(mono, origin, source)
 
     def bind(var: str, sql: str):
         if var in binding:
@@ -164,7 +212,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
         elif isinstance(atom, MapRef):
-            lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
+            lookups = {j: origin[v] for j, v in enumerate(atom.vars)
+                       if v in origin and derived.get(v) != i}
             froms.append(f"{_from(source.map(atom.name, lookups or None), sb)} AS {alias}")
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
