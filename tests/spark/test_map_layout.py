@@ -57,6 +57,14 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     spark.sql("DROP INCREMENTAL VIEW ml_compact")
 
 
+def _recording(fn, into: list):
+    def recorded(*args):
+        out = fn(*args)
+        into.extend(out)
+        return out
+    return recorded
+
+
 @pytest.mark.parametrize("query", [
     "SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t WHERE r.b = s.b AND s.e = t.e "
     "GROUP BY t.h",
@@ -65,9 +73,15 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     "SELECT s1.e, COUNT(*) AS n FROM s s1, s s2, t WHERE s1.b = s2.b AND s2.e = t.e "
     "GROUP BY s1.e",
 ], ids=["chain", "self_join"])
+@pytest.mark.parametrize("blocks_per_query", [None, 1], ids=["packed", "query_per_block"])
 def test_batches_split_into_phases_when_later_triggers_reread_deltas(spark, vl, tmp_path,
-                                                                      monkeypatch, query):
+                                                                      monkeypatch, query,
+                                                                      blocks_per_query):
     monkeypatch.setattr(batch, "MAX_PENDING_READS", 0)   # every trigger its own phase
+    built = []
+    if blocks_per_query:      # phases too big for one query run as several, sharing leaves
+        monkeypatch.setattr(batch, "MAX_BLOCKS_PER_QUERY", blocks_per_query)
+        monkeypatch.setattr(batch, "_queries", _recording(batch._queries, built))
     work = registered_workload(spark, str(tmp_path), seed=8)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_phases AS {query}")
     phases = 0
@@ -78,6 +92,10 @@ def test_batches_split_into_phases_when_later_triggers_reread_deltas(spark, vl, 
         assert_view_matches(spark, "ml_phases", query)
         phases = max(phases, vl.load("ml_phases").manifest.last_committed().stats.get("phases", 0))
     assert phases >= 2
+    if blocks_per_query:
+        assert built and all(len(p.blocks) == 1 for p in built)
+        per_trigger = [tuple(p.relations) for p in built]
+        assert any(per_trigger.count(r) > 1 for r in per_trigger)   # a phase did split
     spark.sql("DROP INCREMENTAL VIEW ml_phases")
 
 

@@ -13,9 +13,12 @@ at its start or end version, a map read by lookup or whole) that each batch bind
 DataFrames. Statements of a trigger whose monomials join the same atoms are fused into one
 block (one SELECT computing every value column, conditions that differ become CASE WHEN),
 each block is aggregated on its keys, and all blocks are collected in one packed result
-that the driver splits into map deltas.
+that the driver splits into map deltas (several, for phases too big for Catalyst to plan as
+one query).
 """
 from __future__ import annotations
+
+import re
 
 import time
 from dataclasses import dataclass, field
@@ -180,10 +183,7 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
 
     def close():
         nonlocal sb, ctes, blocks, rels
-        if blocks:
-            phase = Phase("", dict(sb.params), blocks, rels)
-            phase.text = "WITH " + ", ".join(ctes) + " " + _packed(phase)
-            phases.append(phase)
+        phases.extend(_queries(dict(sb.params), dict(ctes), blocks, rels))
         sb, ctes, blocks, rels = SqlBuilder(), [], [], []
 
     for rel in changed:
@@ -203,7 +203,7 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
         for i, group in enumerate(shapes.values()):
             name = f"b{tag0 + i}"
             text, block, pieces = _block(view, name, tag0 + i, group)
-            ctes.append(f"{name} AS ({text})")
+            ctes.append((name, text))
             blocks.append(block)
             for target, texts in pieces.items():
                 if split:      # later phases read what this one collected: once per map,
@@ -222,6 +222,36 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
         processed.add(rel)
     close()
     return BatchPlan(phases, targets)
+
+
+#: a phase with more blocks than this runs as several Spark queries, each with only the CTEs
+#: its blocks read: Catalyst planning one query of hundreds of blocks (a wide join such as
+#: TPC-H Q8 has 278 maps) outgrows the driver's heap
+MAX_BLOCKS_PER_QUERY = 64
+_CTE_REF = re.compile(r"\bb(\d+)\b")
+_PARAM_REF = re.compile(r"\{(\w+)\}")
+
+
+def _queries(params: Dict[str, Leaf], ctes: Dict[str, str], blocks: List[Block],
+             relations: List[str]) -> List[Phase]:
+    """The Spark queries of one phase: its blocks packed, at most MAX_BLOCKS_PER_QUERY each,
+    with the CTEs (blocks and the earlier blocks they read) and leaves they use."""
+    out = []
+    for i in range(0, len(blocks), MAX_BLOCKS_PER_QUERY):
+        chunk = blocks[i:i + MAX_BLOCKS_PER_QUERY]
+        needed, todo = set(), [f"b{b.tag}" for b in chunk]
+        while todo:
+            name = todo.pop()
+            if name in ctes and name not in needed:
+                needed.add(name)
+                todo += [f"b{t}" for t in _CTE_REF.findall(ctes[name])]
+        phase = Phase("", {}, chunk, list(relations))
+        phase.text = "WITH " + ", ".join(f"{n} AS ({t})" for n, t in ctes.items() if n in needed) \
+            + " " + _packed(phase)
+        used = set(_PARAM_REF.findall(phase.text))
+        phase.leaves = {k: leaf for k, leaf in params.items() if k in used}
+        out.append(phase)
+    return out
 
 
 def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
@@ -414,6 +444,7 @@ def run_triggers(view, record: BatchRecord, stats: Dict,
     from ..spark.io import frame_arrow
     scratch = view.scratch_dir(record.batch)
     pieces: Dict[str, List[pa.Table]] = {}
+    collected: Dict[Tuple[str, str], List[pa.Table]] = {}
     try:
         inputs = BatchInputs(view, record, deltas, scratch)
         for phase in plan.phases:
@@ -428,7 +459,9 @@ def run_triggers(view, record: BatchRecord, stats: Dict,
             phase_pieces = split_packed(view, phase, packed)
             if len(plan.phases) > 1:        # what later phases read of this trigger
                 for target, tables in phase_pieces.items():
-                    inputs.pending[(target, phase.relations[-1])] = sum_pieces(view, target, tables)
+                    key = (target, phase.relations[-1])     # a trigger may take several queries
+                    collected.setdefault(key, []).extend(tables)
+                    inputs.pending[key] = sum_pieces(view, target, collected[key])
             for target, tables in phase_pieces.items():
                 pieces.setdefault(target, []).extend(tables)
             seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
