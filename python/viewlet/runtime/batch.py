@@ -19,7 +19,6 @@ one query).
 from __future__ import annotations
 
 import re
-
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple

@@ -204,7 +204,7 @@ class DeltaRsStore(TableStore):
     def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
         dt = self._table(path)
         schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
-        log = CommitLog(dt.table_uri, _filesystem(dt.table_uri, [], self.options)[0])
+        log = _commit_log(dt, self.options)
         parts = []
         for v in range(after_version + 1, to_version + 1):
             actions = log.actions(v)
@@ -363,6 +363,11 @@ def _filesystem(table_path: str, files, options):
     return fs, [f[len(root):] if f.startswith(root) else f for f in files]
 
 
+def _commit_log(dt, options) -> CommitLog:
+    """The table's commit log, read through a filesystem carrying the store's options."""
+    return CommitLog(dt.table_uri, _filesystem(dt.table_uri, [], options)[0])
+
+
 def _write_files(path: str, data: pa.Table, rows_per_file: int, options) -> list:
     """Write `data` in order as Parquet files of `rows_per_file` rows into the table
     directory; their add actions, with statistics (row and NULL counts, min/max of the
@@ -454,7 +459,7 @@ def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: i
     """Replace the change rows of delta-rs UPDATE commits (wrong on tables with duplicate
     rows, see update_feed.py) by the rows of the files those commits replaced."""
     import pyarrow.compute as pc
-    log = CommitLog(dt.table_uri, _filesystem(dt.table_uri, [], options)[0])
+    log = _commit_log(dt, options)
     unreliable = {}
     for v in range(after_version + 1, to_version + 1):
         actions = log.actions(v)
