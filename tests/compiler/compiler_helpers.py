@@ -46,10 +46,14 @@ def spec_of(sql: str, tables=None):
     return translate(sql, FakeResolver(tables))
 
 
-def compile_sql(sql: str, depth: Optional[int] = None, tables=None, caches: bool = False):
+def compile_sql(sql: str, depth: Optional[int] = None, tables=None, caches: bool = False,
+                fuse: bool = True):
+    """`fuse=False`: the program as the papers draw it, a map per definition (the default
+    keeps definitions over one join as columns of one map)."""
     spec = translate(sql, FakeResolver(tables))
     return spec, compile_view(spec.group, spec.columns, depth,
-                              {n: m.query for n, m in spec.multisets.items()}, caches=caches)
+                              {n: m.query for n, m in spec.multisets.items()}, caches=caches,
+                              fuse=fuse)
 
 
 def dump(program) -> str:
@@ -72,11 +76,11 @@ def aux_maps(program):
 
 
 def canonical_defs(program) -> Dict[str, str]:
-    """{canonical text of the definition: map name} for the auxiliary maps."""
+    """{canonical text of the definition: map name} for the auxiliary maps' columns."""
     out = {}
     for name, m in aux_maps(program).items():
-        (q,) = m.values.values()
-        out[canonicalize(q)[0]] = name
+        for q in m.values.values():
+            out[canonicalize(q)[0]] = name
     return out
 
 

@@ -44,7 +44,7 @@ def test_psp_is_reevaluated_from_six_aggregate_maps():
     the outer query, reading maps of bids by volume (count and price sum) and the volume
     total (Q_B1..Q_B3), and the same for asks; no map joins bids with asks. One more map per
     side than in the paper: the row count that makes SUM over no rows NULL, as in SQL."""
-    _, program = compile_sql(load("psp"), tables=BOOK)
+    _, program = compile_sql(load("psp"), tables=BOOK, fuse=False)
     aux = [m for n, m in program.maps.items() if n != program.view_map]
     for m in aux:
         (q,) = m.values.values()
@@ -87,12 +87,12 @@ def test_vwap_view_caches_keep_the_volume_above_each_price():
         stmts = [s for s in program.statements_for("bids") if s.target == program.view_map]
         return [a for s in stmts for m in s.rhs.monomials for a in m.atoms if isinstance(a, Nested)]
 
-    _, plain = compile_sql(query, tables=BOOK)
+    _, plain = compile_sql(query, tables=BOOK, fuse=False)
     assert not any(m.cache for m in plain.maps.values())
     correlated = [a for a in nested_reads(plain) if a.inputs]
     assert correlated and not any(a.cached for a in correlated)
 
-    _, cached = compile_sql(query, tables=BOOK, caches=True)
+    _, cached = compile_sql(query, tables=BOOK, caches=True, fuse=False)
     caches = {n: m for n, m in cached.maps.items() if m.cache}
     assert len(caches) == 2, list(caches)
     for m in caches.values():

@@ -18,7 +18,7 @@ from viewlet.compiler.program import VALUE
 # -- [J] Ex. 1: COUNT(R x S) -------------------------------------------------------------------
 
 def _ex1():
-    spec, p = compile_sql("SELECT COUNT(*) FROM R, S")
+    spec, p = compile_sql("SELECT COUNT(*) FROM R, S", fuse=False)
     roles = identify_maps(p, {
         "dR_Q": query([], Rel("s", (), ())),      # Delta_R Q = count(S)
         "dS_Q": query([], Rel("r", (), ())),      # Delta_S Q = count(R)
@@ -79,7 +79,7 @@ EX2 = "SELECT SUM(LI.PRICE * O.XCH) FROM Orders O, Lineitem LI WHERE O.ORDK = LI
 
 
 def _ex2():
-    spec, p = compile_sql(EX2)
+    spec, p = compile_sql(EX2, fuse=False)
     O = rel("orders", ordk="k", xch="x")       # noqa: E741
     LI = rel("lineitem", ordk="k", price="p")
     roles = identify_maps(p, {
@@ -156,7 +156,7 @@ Q3 = """select l.ordkey, o.sprior, sum(l.extprice)
 
 
 def _q3():
-    spec, p = compile_sql(Q3, tables=Q3_TABLES)
+    spec, p = compile_sql(Q3, tables=Q3_TABLES, fuse=False)
     O = lambda ck, ok, sp: rel("orders", custkey=ck, ordkey=ok, sprior=sp)  # noqa: E731,E741
     L = lambda ok, ep: rel("lineitem", ordkey=ok, extprice=ep)              # noqa: E731
     C = lambda ck: rel("customer", custkey=ck)                              # noqa: E731

@@ -130,11 +130,12 @@ def random_batch(rng, tables, relations, row=None):
     return batch
 
 
-def check_equivalence(sql, depth, seed, tables=TABLES, batches=BATCHES, row=None, caches=False):
+def check_equivalence(sql, depth, seed, tables=TABLES, batches=BATCHES, row=None, caches=False,
+                      fuse=True):
     """Run random batches through the compiled program, comparing every map with its
     definition after each batch. `row(rng, table)` makes a random row (default: by type)."""
     row = row or (lambda rng, table: random_row(rng, tables[table]))
-    spec, program = compile_sql(sql, depth=depth, tables=tables, caches=caches)
+    spec, program = compile_sql(sql, depth=depth, tables=tables, caches=caches, fuse=fuse)
     rng = random.Random(f"{sql}|{seed}")          # the same data at every depth
     initial = {t: [(row(rng, t), 1) for _ in range(rng.randrange(2, 9))]
                for t in program.relations()}

@@ -121,7 +121,7 @@ def test_q18a_program_matches_the_journal_figure_3():
     Q_LI,C[ck, ok] = Sum(O) (plus the per-order row count SQL needs for SUM over no rows,
     which the middle query's SUM(1) shares); a lineitem batch updates Q_O2 and, for the
     orders it touches only (domain extraction), the view through Q_LI."""
-    _, program = compile_sql(load("q18a"), tables=TPCH)
+    _, program = compile_sql(load("q18a"), tables=TPCH, fuse=False)
     shapes = _aux_by_shape(program)
     assert set(shapes) == {(("lineitem",), 1, True), (("lineitem",), 1, False),
                            (("customer",), 1, False), (("customer", "orders"), 2, False),

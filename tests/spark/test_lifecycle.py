@@ -164,3 +164,26 @@ def test_view_is_readable_from_a_new_process(spark, vl, work, tmp_path):
                   for line in out.stdout.splitlines() if line.startswith("ROW"))
     assert rows == expected
     spark.sql("DROP INCREMENTAL VIEW lc_shared")
+
+
+def test_view_created_before_map_fusion_keeps_its_maps(spark, vl, work, monkeypatch):
+    """Catalog entries written before maps over one join were fused carry no `fused` flag: they
+    are recompiled unfused, into the maps their tables hold."""
+    import dataclasses
+    import functools
+    unfused = functools.partial(views_module.compile_definition, fused=False)
+    monkeypatch.setattr(views_module, "compile_definition", unfused)
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_unfused AS {QUERY}")
+    monkeypatch.undo()
+    entry = vl.load("lc_unfused").entry
+    old_spec = {k: v for k, v in entry.spec.items() if k != "fused"}
+    old = views_module.load_compiled(vl, dataclasses.replace(entry, spec=old_spec))
+    assert set(old.program.maps) == set(entry.spec["maps"])
+    new = views_module.compile_definition(QUERY, views_module.StoredTables(entry.spec["refs"]), None)
+    assert len(new.program.maps) < len(old.program.maps)      # the query has maps to fuse
+    vl.forget(entry.id)                                       # as a new process would
+    for _ in range(2):
+        work.batch()
+        spark.sql("REFRESH INCREMENTAL VIEW lc_unfused")
+        assert_view_matches(spark, "lc_unfused", QUERY)
+    spark.sql("DROP INCREMENTAL VIEW lc_unfused")

@@ -2,7 +2,6 @@
 (new orders, executions and cancellations as deletes, partial executions as updates)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,11 +10,10 @@ import viewlet
 from .oracle import assert_view_matches
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql" / "orderbook"
-# MST (four nested aggregates over a cross product) takes minutes: opt in with
-# VIEWLET_SLOW_ORACLE=1.
-QUERIES = ["vwap", "vwap_cached", "psp", "axf", "bsp", "bsv"] + (
-    ["mst"] if os.environ.get("VIEWLET_SLOW_ORACLE") == "1" else [])
-BATCHES = 3
+QUERIES = ["vwap", "vwap_cached", "psp", "axf", "bsp", "bsv", "mst"]
+# MST (four nested aggregates over a cross product, each trigger re-evaluating them over the
+# old and the new values) plans ~25 s of Spark queries per batch: two batches
+BATCHES = {"mst": 2}
 
 
 def load(name: str):
@@ -44,7 +42,7 @@ def test_orderbook_view_equals_recompute(spark, vl, tmp_path, name):
         plan = spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()[0][0]
         assert ("view cache" in plan) == ("caches" in options), plan
         assert_view_matches(spark, view, query)
-        for _ in range(BATCHES):
+        for _ in range(BATCHES.get(name, 3)):
             stream.apply(stream.next_batch(15))
             spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
             assert_view_matches(spark, view, query)

@@ -124,7 +124,7 @@ def test_sum_rows_drops_keys_whose_zero_column_sums_to_zero():
     data = pa.table({"k": pa.array([1, 1, 2, None, None], pa.int64()),
                      "__count": pa.array([1, -1, 2, 1, 1], pa.int64()),
                      "s": pa.array([5, -5, 3, 1, 1], pa.int64())})
-    out = maps.sum_rows(data, ["k"], ["__count", "s"], "__count")
+    out = maps.sum_rows(data, ["k"], ["__count", "s"], ["__count"])
     assert sorted(out.to_pylist(), key=str) == sorted(
         [{"k": 2, "__count": 2, "s": 3}, {"k": None, "__count": 2, "s": 2}], key=str)
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from sqlglot import exp
 
-from .ir import (COUNT_DISTINCT, EMPTY_VALUE, MIN, SUM, SUM_DISTINCT, Const, Cond, DeltaRel, Domain,
+from .ir import (COUNT_DISTINCT, EMPTY_VALUE, MAP_VALUE, MIN, SUM, SUM_DISTINCT, Const, Cond, DeltaRel, Domain,
                  Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value)
 from .scalar import Scalar
 
@@ -463,12 +463,12 @@ class _Tables:
                         keys[key] = 1
             return keys
         if isinstance(atom, MapRef):
-            key = ("map", atom.name)
+            key = ("map", atom.ref)
             if key not in self._proj:
-                if atom.name not in self.env.maps:
-                    raise KeyError(f"reference evaluator: no map {atom.name!r} in the environment")
+                if atom.ref not in self.env.maps:
+                    raise KeyError(f"reference evaluator: no map {atom.ref!r} in the environment")
                 out = {}
-                for k, v in self.env.maps[atom.name].items():
+                for k, v in self.env.maps[atom.ref].items():
                     k = tuple(k) if isinstance(k, (tuple, list)) else (k,)
                     if len(k) != len(atom.vars):
                         raise ValueError(f"map {atom.name} key {k!r} does not match {atom.vars}")
@@ -495,7 +495,7 @@ class _Tables:
         entries = self.entries(atom)
         if not positions:
             return entries.items()
-        ident = (("map", atom.name) if isinstance(atom, MapRef) else ("dom", atom) if isinstance(atom, (Domain, Groups)) else
+        ident = (("map", atom.ref) if isinstance(atom, MapRef) else ("dom", atom) if isinstance(atom, (Domain, Groups)) else
                  ("delta" if isinstance(atom, DeltaRel) else "rel", atom.table, atom.columns), positions)
         index = self._index.get(ident)
         if index is None:
@@ -695,7 +695,9 @@ def _eval_monomial(mono: Monomial, group: Tuple[str, ...], tables: _Tables, init
 # ---------------------------------------------------------------------------------------------
 
 def _reorder(result: Dict[tuple, Any], have: Sequence[str], want: Sequence[str]) -> Dict[tuple, Any]:
-    if tuple(have) == tuple(want):
+    """A column's rows keyed in map key order. A column fused into a map over the same join
+    names its own variables, in the map's key order."""
+    if tuple(have) == tuple(want) or (len(have) == len(want) and set(have) != set(want)):
         return result
     if sorted(have) != sorted(want):
         raise ValueError(f"query group {tuple(have)} does not match map keys {tuple(want)}")
@@ -732,9 +734,10 @@ class ProgramSimulator:
         self.batches = 0
 
     def map_values(self) -> Dict[str, Dict[tuple, Any]]:
-        """{map name: {key: value}} of the single-valued maps (what MapRef atoms read)."""
-        from ..compiler.program import VALUE
-        return {n: cols[VALUE] for n, cols in self.maps.items() if VALUE in cols}
+        """{MapRef.ref: {key: value}}: what MapRef atoms read (a map's value column by the
+        map's name, its other columns by (name, column))."""
+        return {(n if c == MAP_VALUE else (n, c)): values
+                for n, cols in self.maps.items() for c, values in cols.items()}
 
     def apply(self, batch: Mapping[str, Table]):
         order = list(self.program.relations())

@@ -7,7 +7,7 @@ group variables summing multiplicities. Aggregate values live in the multiplicit
 Atoms:
   Rel(t, cols, vars)      base relation t, its columns bound to variables
   DeltaRel(t, cols, vars) the batch of changes to t (signed multiplicities)
-  MapRef(m, vars)         a materialized map, its value as the multiplicity
+  MapRef(m, vars, c)      a materialized map, its value column c as the multiplicity
   Const(c)                the constant c
   Value(e)                the value of the scalar e over bound variables
   Cond(p)                 1 when the predicate p holds, else 0 (NULL is not true)
@@ -55,13 +55,24 @@ class DeltaRel:
         return frozenset(self.vars)
 
 
+#: the value column of a map with one value (maps fused by their join share a key, one
+#: value column per query: compiler/hoivm.py)
+MAP_VALUE = "__v"
+
+
 @dataclass(frozen=True)
 class MapRef:
     name: str
     vars: Tuple[str, ...]
+    column: str = MAP_VALUE
 
     def free_vars(self):
         return frozenset(self.vars)
+
+    @property
+    def ref(self):
+        """What the atom reads: the map, or (map, column) for a map's other columns."""
+        return self.name if self.column == MAP_VALUE else (self.name, self.column)
 
 
 @dataclass(frozen=True)

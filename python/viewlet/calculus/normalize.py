@@ -51,7 +51,7 @@ def rename_atom(atom: Atom, mapping: Dict[str, str]) -> Atom:
     if isinstance(atom, DeltaRel):
         return DeltaRel(atom.table, atom.columns, tuple(map(r, atom.vars)))
     if isinstance(atom, MapRef):
-        return MapRef(atom.name, tuple(map(r, atom.vars)))
+        return MapRef(atom.name, tuple(map(r, atom.vars)), atom.column)
     if isinstance(atom, Value):
         return Value(atom.expr.rename(mapping))
     if isinstance(atom, Cond):

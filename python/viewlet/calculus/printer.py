@@ -1,7 +1,7 @@
 """Readable AGCA-style text for expressions, monomials and queries (used by EXPLAIN)."""
 from __future__ import annotations
 
-from .ir import (SUM, Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
+from .ir import (MAP_VALUE, SUM, Add, Const, Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomial, Mul, Nested, Query, Rel,
                  Sum, Value)
 
 
@@ -11,7 +11,8 @@ def show(node) -> str:
     if isinstance(node, DeltaRel):
         return f"d{node.table}({_bindings(node)})"
     if isinstance(node, MapRef):
-        return f"{node.name}[{', '.join(node.vars)}]"
+        column = "" if node.column == MAP_VALUE else f".{node.column}"
+        return f"{node.name}{column}[{', '.join(node.vars)}]"
     if isinstance(node, Const):
         return str(node.value)
     if isinstance(node, Value):

@@ -48,6 +48,12 @@ class Scalar:
     def is_var(self) -> bool:
         return isinstance(self._ast, exp.Column)
 
+    def tests_not_null(self) -> bool:
+        """NOT e IS NULL (what a SUM's count of non-NULL values multiplies by)."""
+        node = self._ast
+        return isinstance(node, exp.Not) and isinstance(node.this, exp.Is) \
+            and isinstance(node.this.expression, exp.Null)
+
     def rename(self, mapping: Mapping[str, str]) -> "Scalar":
         if not (self._vars & set(mapping)):
             return self

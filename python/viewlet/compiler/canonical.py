@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from ..calculus.ir import Monomial, Query
+from ..calculus.ir import Monomial, Query, Rel
 from ..calculus.normalize import rename_atom
 from ..calculus.printer import show, show_monomial
 
@@ -19,8 +19,11 @@ def _shape(atom) -> str:
     return show(rename_atom(atom, {v: "?" for v in free}))
 
 
-def canonicalize(query: Query) -> Tuple[str, Tuple[str, ...]]:
-    """(canonical text, the query's key variables in canonical key order)."""
+def canonicalize(query: Query, relations_first: bool = False) -> Tuple[str, Tuple[str, ...]]:
+    """(canonical text, the query's key variables in canonical key order). `relations_first`
+    names variables by the relation columns that bind them before values and conditions
+    read them, so that two values over one relation (price * discount) cannot tie; programs
+    compiled before it existed keep the first order (their maps follow from it)."""
     names: Dict[str, str] = {}
 
     def name(v):
@@ -28,9 +31,12 @@ def canonicalize(query: Query) -> Tuple[str, Tuple[str, ...]]:
             names[v] = f"x{len(names)}"
         return names[v]
 
+    def order(atom):
+        return (not isinstance(atom, Rel), _shape(atom)) if relations_first else _shape(atom)
+
     monos = sorted(query.monomials, key=lambda m: (len(m.atoms), [_shape(a) for a in m.atoms]))
     for m in monos:
-        for atom in sorted(m.atoms, key=_shape):
+        for atom in sorted(m.atoms, key=order):
             for v in _ordered_vars(atom):
                 name(v)
     for v in query.group:

@@ -26,11 +26,17 @@ from .program import VALUE, MapDef, Program, Statement
 
 
 class Compiler:
-    def __init__(self, depth: Optional[int], view_map: str = "view_state", caches: bool = False):
+    def __init__(self, depth: Optional[int], view_map: str = "view_state", caches: bool = False,
+                 fuse: bool = True):
         self.depth = depth
         self.caches = caches
+        self.fuse = fuse
         self.program = Program(view_map=view_map, depth=depth)
-        self._by_canonical: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
+        # canonical text -> (map, column, for each map key the index of the definition's
+        # key in canonical order)
+        self._by_canonical: Dict[str, Tuple[str, str, Tuple[int, ...]]] = {}
+        # canonical text of a join skeleton -> (map, for each skeleton key its map key)
+        self._by_join: Dict[str, Tuple[str, Tuple[int, ...]]] = {}
         self._counter = 0
 
     # -- entry point -------------------------------------------------------------------
@@ -128,21 +134,84 @@ class Compiler:
         return Groups(inner) if isinstance(atom, Groups) else Domain(inner)
 
     def _map_for(self, definition: Query, level: int, cache: bool = False) -> MapRef:
-        text, canonical_keys = canonicalize(definition)
+        text, canonical_keys = canonicalize(definition, relations_first=self.fuse)
         if text in self._by_canonical:
-            name, _ = self._by_canonical[text]
+            name, column, perm = self._by_canonical[text]
             self.program.maps[name].cache |= cache
-            return MapRef(name, canonical_keys)
+            return MapRef(name, tuple(canonical_keys[i] for i in perm), column)
+        skeleton = join_skeleton(definition) if self.fuse else None
+        join = canonicalize(skeleton[0], True) if skeleton is not None else None
+        if join is not None and join[0] in self._by_join:
+            # Same join as a map's other column (a SUM next to the count): one more value
+            # column, so that the two share their reads, writes and statement blocks.
+            name, positions = self._by_join[join[0]]
+            mdef = self.program.maps[name]
+            keys = [""] * len(positions)
+            for var, position in zip(join[1], positions):
+                keys[position] = var
+            column = f"v{len(mdef.values)}"
+            mdef.values[column] = Query(tuple(keys), definition.monomials)
+            mdef.cache |= cache
+            if mdef.support is None and skeleton[1]:
+                mdef.support = column
+            perm = tuple(canonical_keys.index(k) for k in keys)
+            self._by_canonical[text] = (name, column, perm)
+            self._compile_column(name, column, mdef.values[column], level)
+            return MapRef(name, tuple(keys), column)
         self._counter += 1
         rels = "_".join(sorted({a.table.split("/")[-1].split(".")[-1] for m in definition.monomials
                                 for a in m.atoms if isinstance(a, Rel)}))
         name = f"m{self._counter}_{_safe(rels)}"[:60]
         ordered = Query(canonical_keys, definition.monomials)
-        self._by_canonical[text] = (name, canonical_keys)
+        self._by_canonical[text] = (name, VALUE, tuple(range(len(canonical_keys))))
+        support = None
+        if join is not None:
+            self._by_join[join[0]] = (name, tuple(canonical_keys.index(k) for k in join[1]))
+            support = VALUE if skeleton[1] else None
         self.program.maps[name] = MapDef(name, canonical_keys, {VALUE: ordered}, level,
-                                         cache=cache)
+                                         cache=cache, support=support)
         self._compile_column(name, VALUE, ordered, level)
         return MapRef(name, canonical_keys)
+
+
+def join_skeleton(definition: Query) -> Optional[Tuple[Query, bool]]:
+    """The join a one-monomial map definition counts, and whether the definition is that
+    count: the definition without its value part (coefficient; values, NOT NULL tests and
+    assignments over value-only variables: columns one relation atom binds, and assigned
+    variables, that are not keys and that nothing else reads). Filters stay in the skeleton,
+    so maps over differently filtered rows stay apart. Definitions with the same skeleton
+    have the same keys and their rows among the skeleton's, and are kept as columns of one
+    map; the count, if one is, is the column whose zero means a row is gone. None for
+    definitions of several monomials."""
+    if len(definition.monomials) != 1:
+        return None
+    mono = definition.monomials[0]
+    bound: Dict[str, int] = {}
+    for a in mono.atoms:
+        for v in (a.vars if isinstance(a, Rel) else (a.var,) if isinstance(a, Lift) else ()):
+            bound[v] = bound.get(v, 0) + 1
+    scalar = [a for a in mono.atoms if isinstance(a, (Value, Lift))
+              or isinstance(a, Cond) and a.pred.tests_not_null()]
+    only_values = {v for v, n in bound.items() if n == 1} - set(definition.group)
+    only_values -= frozenset().union(*(a.free_vars() for a in mono.atoms
+                                       if not isinstance(a, Rel) and a not in scalar))
+    changed = True
+    while changed:          # the largest set whose readers are all value atoms
+        changed = False
+        for a in scalar:
+            fv = a.free_vars()
+            if fv & only_values and not fv <= only_values:
+                only_values -= fv
+                changed = True
+    value_part = [a for a in scalar if a.free_vars() <= only_values]
+    kept = [a for a in mono.atoms if not isinstance(a, Rel) and a not in value_part]
+    rels = []
+    for a in mono.atoms:
+        if isinstance(a, Rel):
+            cols = [(c, v) for c, v in zip(a.columns, a.vars) if v not in only_values]
+            rels.append(Rel(a.table, tuple(c for c, _ in cols), tuple(v for _, v in cols)))
+    counts = not any(isinstance(a, (Value, Cond)) for a in value_part)   # an assignment is 1
+    return Query(definition.group, (Monomial(1, tuple(rels + kept)),)), counts
 
 
 def decompose(mono: Monomial, trigger_vars: frozenset):
@@ -229,5 +298,8 @@ def _safe(text: str) -> str:
 
 
 def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
-                 multisets: Optional[Dict[str, Query]] = None, caches: bool = False) -> Program:
-    return Compiler(depth, caches=caches).compile(group, columns, multisets)
+                 multisets: Optional[Dict[str, Query]] = None, caches: bool = False,
+                 fuse: bool = True) -> Program:
+    """`fuse`: maps over the same join share one map, a value column each (views created
+    before that was the rule compile with False, to keep the maps they have)."""
+    return Compiler(depth, caches=caches, fuse=fuse).compile(group, columns, multisets)

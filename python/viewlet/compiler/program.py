@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..calculus.ir import DeltaRel, Domain, Groups, MapRef, Nested, Query, Rel, walk_atoms
+from ..calculus.ir import MAP_VALUE, DeltaRel, Domain, Groups, MapRef, Nested, Query, Rel, walk_atoms
 
-VALUE = "__v"  # the value column of a single-valued map
+VALUE = MAP_VALUE  # the value column of a single-valued map
 
 
 @dataclass
@@ -22,6 +22,12 @@ class MapDef:
     # A multiset of the view (MIN / MAX / DISTINCT aggregates): its first `group_keys` keys
     # are the view's group keys, the last one a value. None for other maps.
     group_keys: Optional[int] = None
+    # The column whose sum 0 means a key's row is gone (a count every other column's rows are
+    # part of); None: a row is gone when every column sums to 0.
+    support: Optional[str] = None
+
+    def zero_columns(self) -> List[str]:
+        return [self.support] if self.support else list(self.values)
 
     def relations(self):
         out = set()

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..calculus.ir import DeltaRel, Rel, walk_atoms
-from ..compiler.program import VALUE, Program
+from ..compiler.program import Program
 from ..spark.lower import (MULT, AtomSource, Lookups, MapOrigin, Select, Sql, SqlBuilder, freeze_lookups,
                            monomial_select, q)
 from .keyed import read_matching
@@ -148,9 +148,6 @@ class _PlanSource(AtomSource):
             self.refs[rel] = self.refs.get(rel, 0) + 1
             parts.append(piece if isinstance(piece, str) else f"SELECT {cols} FROM {self.sb.frame(piece)}")
         return Sql(" UNION ALL ".join(parts))
-
-    def map_value(self, name):
-        return VALUE
 
     def snapshot_only(self, name):
         return not self.pending.get(name)

@@ -21,17 +21,22 @@ class CompiledView:
     spec: ViewSpec
     program: Program
     depth: Optional[int]
+    #: maps over one join share one map (compiler.hoivm's fusion); recorded in the catalog
+    fused: bool = True
     #: what the runtime derives from the program once per process (batch plans, result SQL)
     cache: Dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
-                       caches: bool = False) -> CompiledView:
+                       caches: bool = False, fused: bool = True) -> CompiledView:
+    """`fused`: maps over one join are one map (False for views created before that rule,
+    whose catalog entries have no `fused` flag: they keep the maps they were created with)."""
     with fresh_names():
         spec = translate(sql, resolver)
         program = compile_view(spec.group, spec.columns, depth,
-                               {n: m.query for n, m in spec.multisets.items()}, caches=caches)
-    return CompiledView(spec, program, depth)
+                               {n: m.query for n, m in spec.multisets.items()}, caches=caches,
+                               fuse=fused)
+    return CompiledView(spec, program, depth, fused)
 
 
 class RecordingResolver(TableResolver):

@@ -77,8 +77,10 @@ def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: 
                  rows_per_file=rows_per_file(data.num_rows))
 
 
-def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str], zero: str) -> pa.Table:
-    """One row per key with the summed values; keys whose `zero` column sums to 0 dropped."""
+def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str],
+             zero: Sequence[str]) -> pa.Table:
+    """One row per key with the summed values; keys whose `zero` columns all sum to 0
+    dropped."""
     if data.num_rows == 0:
         return data
     summed = data.group_by(list(keys), use_threads=False).aggregate([(v, "sum") for v in values])
@@ -87,7 +89,11 @@ def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str], zero: s
         col = summed.column(f"{v}_sum")
         cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(data.schema.field(v).type)
     out = pa.table(cols, schema=data.schema)
-    return out.filter(pc.not_equal(out.column(zero), pa.scalar(0, out.schema.field(zero).type)))
+    kept = None
+    for c in zero:
+        test = pc.not_equal(out.column(c), pa.scalar(0, out.schema.field(c).type))
+        kept = test if kept is None else pc.or_(kept, test)
+    return out.filter(kept)
 
 
 class MapLayout:
@@ -115,7 +121,7 @@ def _rows(snap) -> int:
     return sum((s.rows or 0) for s in snap.stats) if snap.stats else 0
 
 
-def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: str,
+def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: Sequence[str],
             order: Sequence[int], metadata=None) -> Optional[MapLayout]:
     """Rewrite the map's current files as summed, sorted, clustered files (rows appended
     meanwhile stay, as extra files); None if a concurrent compaction won."""

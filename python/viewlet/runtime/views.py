@@ -16,7 +16,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from ..compiler.program import VALUE
 from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
 from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark_schema, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
@@ -231,7 +230,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
-            "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches, **(options or {}),
+            "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
+            "fused": compiled.fused,
+            **(options or {}),
         })
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
@@ -332,9 +333,9 @@ def _initial_map(ctx, m, source):
                                        for c, t in values.items()]
         parts.append(df.selectExpr(*cols))
     union = union_all(parts)
-    zero = COUNT_COLUMN if COUNT_COLUMN in values else VALUE
+    zero = [COUNT_COLUMN] if COUNT_COLUMN in values else m.zero_columns()
     total = sum_by_keys(union, keys, values)
-    return schema, total.where(f"{q(zero)} <> 0")
+    return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in zero))
 
 
 def _initial_result(ctx, compiled, layout, agg_types, data, maps_json, sql, frames,
@@ -452,7 +453,7 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
         if merging:
             schema = view.map_schema(name)
             written = ctx.store.merge_add(view.map_path(name), total, schema.keys,
-                                          list(schema.values), _zero_column(view, name), txn,
+                                          list(schema.values), _zero_columns(view, name), txn,
                                           metadata=meta)
         else:
             written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
@@ -492,7 +493,7 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
         if layout.due(current):
             progress.step(f"compacting map {name} ({len(current.files)} files)")
             schema = view.map_schema(name)
-            zero = _zero_column(view, name)
+            zero = _zero_columns(view, name)
             cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
             compacted = maps.compact(ctx.store, path, schema.keys, list(schema.values), zero,
                                      cluster, {"viewlet.view": view.name,
@@ -505,9 +506,11 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
     return out
 
 
-def _zero_column(view: LoadedView, name: str) -> str:
-    """The column whose sum 0 means a map row is gone (the view state's row count)."""
-    return COUNT_COLUMN if name == view.spec["view_map"] else VALUE
+def _zero_columns(view: LoadedView, name: str) -> List[str]:
+    """The columns whose sums all 0 mean a map row is gone (the view state's row count)."""
+    if name == view.spec["view_map"]:
+        return [COUNT_COLUMN]
+    return view.compiled.program.maps[name].zero_columns()
 
 
 def _committed(ctx, path, txn) -> bool:
@@ -635,4 +638,4 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
 def load_compiled(ctx, entry: Entry) -> CompiledView:
     spec = entry.spec
     return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"],
-                              spec.get("caches", False))
+                              spec.get("caches", False), spec.get("fused", False))

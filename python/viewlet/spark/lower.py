@@ -80,7 +80,6 @@ class AtomSource:
     def delta(self, relation: str): ...        # base columns + __m
     def relation(self, relation: str): ...     # base columns
     def map(self, name: str, lookups: Optional[Lookups] = None): ...   # k0..kn + value column(s)
-    def map_value(self, name: str) -> str: ...
 
     def snapshot_only(self, name: str) -> bool:
         """Whether map `name` is read as a stored snapshot only (no rows Spark computes in
@@ -217,7 +216,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             froms.append(f"{_from(source.map(atom.name, lookups or None), sb)} AS {alias}")
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
-            mults.append(f"{alias}.{q(source.map_value(atom.name))}")
+            mults.append(f"{alias}.{q(atom.column)}")
         elif isinstance(atom, Groups):
             keys = [f"d{j}" for j in range(len(atom.vars))]
             inner = lower_query(atom.query, source, sb, keys, "__g", aggregate=True)

@@ -173,12 +173,12 @@ class TableStore(ABC):
 
     @abstractmethod
     def merge_add(self, path: str, source: pa.Table, keys: Sequence[str],
-                  values: Sequence[str], zero_column: str, txn: Optional[Txn] = None,
+                  values: Sequence[str], zero_columns: Sequence[str], txn: Optional[Txn] = None,
                   metadata: Optional[Dict[str, str]] = None) -> Dict:
         """Skipped when the table already holds `txn`; a concurrent commit of the same txn
         raises ConcurrentUpdate.
         Add source values to target rows with equal keys (NULL keys equal); insert new
-        keys; delete rows whose `zero_column` becomes 0."""
+        keys; delete rows whose `zero_columns` all become 0."""
 
     @abstractmethod
     def merge_replace(self, path: str, source: pa.Table, keys: Sequence[str],

@@ -281,15 +281,15 @@ class DeltaRsStore(TableStore):
             commit_properties=_commit(txn, metadata),
             storage_options=None if txn else self.options))
 
-    def merge_add(self, path, source, keys, values, zero_column, txn=None, metadata=None):
+    def merge_add(self, path, source, keys, values, zero_columns, txn=None, metadata=None):
         on = _key_predicate(keys)
         dt = self._table(path)
         if _done(dt, txn):       # applied before (a re-run batch): never twice
             return None
         merge = dt.merge(source, predicate=on, source_alias="s", target_alias="t",
                          commit_properties=_commit(txn, metadata))
-        merge = merge.when_matched_delete(
-            predicate=f"t.{quote(zero_column)} + s.{quote(zero_column)} = 0")
+        merge = merge.when_matched_delete(predicate=" AND ".join(
+            f"t.{quote(c)} + s.{quote(c)} = 0" for c in zero_columns))
         merge = merge.when_matched_update(
             updates={quote(v): f"t.{quote(v)} + s.{quote(v)}" for v in values})
         merge = merge.when_not_matched_insert(
