@@ -24,7 +24,7 @@ def spark(tmp_path_factory):
         .appName("viewlet-tests") \
         .config("spark.ui.enabled", "false") \
         .config("spark.sql.shuffle.partitions", "2") \
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", "4g")   # the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run
     session = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
