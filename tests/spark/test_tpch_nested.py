@@ -20,7 +20,7 @@ from viewlet.demo import load_query
 from .oracle import assert_view_matches
 
 # at SF 0.01: the papers' nested variants and the queries whose maps stay near the tables' size
-DEFAULT = ["q18a", "q22a", "q4", "q17", "q22", "q13", "q15"]
+DEFAULT = ["q18a", "q17a", "q22a", "q4", "q17", "q22", "q13", "q15"]
 ALL = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "q10", "q11", "q12", "q13",
        "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22", "q11a", "q17a", "q18a",
        "q22a", "ssb4"]
@@ -63,7 +63,7 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_bases, tmp_path, name, scale
             stream.apply(stream.next_batch(200))
             spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
             assert_view_matches(spark, view, query)
-            if name in LOOKUP_ONLY:
+            if name in LOOKUP_ONLY and scale == SMALL_SCALE:   # tiny: a batch touches every key
                 reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
                 assert reads and all(kept < rows for _, _, _, _, rows, kept in reads if rows), reads
     finally:
