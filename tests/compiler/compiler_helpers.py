@@ -8,7 +8,7 @@ from viewlet.calculus.ir import MapRef, Rel
 from viewlet.compiler.canonical import canonicalize
 from viewlet.compiler.hoivm import compile_view
 from viewlet.errors import TableNotFound
-from viewlet.sql.frontend import translate
+from viewlet.sql.frontend import COUNT_COLUMN, translate
 from viewlet.sql.tables import ColumnInfo, TableInfo
 
 # name -> [(column, type, nullable)]
@@ -53,7 +53,7 @@ def compile_sql(sql: str, depth: Optional[int] = None, tables=None, caches: bool
     spec = translate(sql, FakeResolver(tables))
     return spec, compile_view(spec.group, spec.columns, depth,
                               {n: m.query for n, m in spec.multisets.items()}, caches=caches,
-                              fuse=fuse)
+                              fuse=fuse, support=COUNT_COLUMN)
 
 
 def dump(program) -> str:

@@ -10,6 +10,7 @@ from test_tpch import TABLES, load_query, tpch_row
 from viewlet.calculus.ir import Cond, MapRef, Value, walk_atoms
 from viewlet.compiler.canonical import canonicalize
 from viewlet.compiler.hoivm import join_skeleton
+from viewlet.sql.frontend import COUNT_COLUMN
 
 
 def _definitions(program):
@@ -53,6 +54,8 @@ def test_q3_lineitem_maps_fuse_count_sum_and_non_null_count():
         assert sum(any(isinstance(a, Cond) and a.pred.tests_not_null() for a in x)
                    for x in atoms) == 1                                   # non-NULL count
         assert m.zero_columns() == ["__v"]
+    # the view's own state: a group is gone when its row count is 0, whatever its sums
+    assert fused.maps[fused.view_map].zero_columns() == [COUNT_COLUMN]
     filters = {tuple(sorted(m.relations())): {a.pred.key for q in m.values.values()
                                               for a in q.monomials[0].atoms
                                               if isinstance(a, Cond) and not a.pred.tests_not_null()}

@@ -41,15 +41,18 @@ class Compiler:
 
     # -- entry point -------------------------------------------------------------------
     def compile(self, group: Sequence[str], columns: Dict[str, Query],
-                multisets: Optional[Dict[str, Query]] = None) -> Program:
+                multisets: Optional[Dict[str, Query]] = None,
+                support: Optional[str] = None) -> Program:
         """`multisets`: the view's MIN / MAX / DISTINCT aggregates, each a query keyed by the
         view's group variables and a value (its count of rows with that value): level-0 maps
-        next to the view state, maintained like it."""
+        next to the view state, maintained like it. `support`: the state's row-count column
+        (a group is gone when it sums to 0)."""
         multisets = dict(multisets or {})
         if self.caches and (self.depth is None or self.depth >= 2):   # caches are maps
             columns = {c: with_view_caches(q) for c, q in columns.items()}
             multisets = {n: with_view_caches(q) for n, q in multisets.items()}
-        state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0)
+        state = MapDef(self.program.view_map, tuple(group), dict(columns), level=0,
+                       support=support)
         level0 = [state]
         for name, q in multisets.items():
             if tuple(q.group[:-1]) != tuple(group) or name in self.program.maps:
@@ -299,7 +302,8 @@ def _safe(text: str) -> str:
 
 def compile_view(group: Sequence[str], columns: Dict[str, Query], depth: Optional[int],
                  multisets: Optional[Dict[str, Query]] = None, caches: bool = False,
-                 fuse: bool = True) -> Program:
+                 fuse: bool = True, support: Optional[str] = None) -> Program:
     """`fuse`: maps over the same join share one map, a value column each (views created
-    before that was the rule compile with False, to keep the maps they have)."""
-    return Compiler(depth, caches=caches, fuse=fuse).compile(group, columns, multisets)
+    before that was the rule compile with False, to keep the maps they have). `support`: the
+    view state's row-count column."""
+    return Compiler(depth, caches=caches, fuse=fuse).compile(group, columns, multisets, support)

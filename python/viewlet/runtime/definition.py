@@ -35,7 +35,7 @@ def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
         spec = translate(sql, resolver)
         program = compile_view(spec.group, spec.columns, depth,
                                {n: m.query for n, m in spec.multisets.items()}, caches=caches,
-                               fuse=fused)
+                               fuse=fused, support=COUNT_COLUMN)
     return CompiledView(spec, program, depth, fused)
 
 

@@ -333,9 +333,8 @@ def _initial_map(ctx, m, source):
                                        for c, t in values.items()]
         parts.append(df.selectExpr(*cols))
     union = union_all(parts)
-    zero = [COUNT_COLUMN] if COUNT_COLUMN in values else m.zero_columns()
     total = sum_by_keys(union, keys, values)
-    return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in zero))
+    return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
 
 
 def _initial_result(ctx, compiled, layout, agg_types, data, maps_json, sql, frames,
@@ -507,9 +506,7 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
 
 
 def _zero_columns(view: LoadedView, name: str) -> List[str]:
-    """The columns whose sums all 0 mean a map row is gone (the view state's row count)."""
-    if name == view.spec["view_map"]:
-        return [COUNT_COLUMN]
+    """The columns whose sums all 0 mean a map row is gone."""
     return view.compiled.program.maps[name].zero_columns()
 
 
