@@ -24,7 +24,10 @@ def spark(tmp_path_factory):
         .appName("viewlet-tests") \
         .config("spark.ui.enabled", "false") \
         .config("spark.sql.shuffle.partitions", "2") \
-        .config("spark.driver.memory", "4g")   # the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run
+        .config("spark.driver.memory", "4g") \
+        .config("spark.viewlet.engine", os.environ.get("VIEWLET_TEST_ENGINE", "local"))
+    # 4g: the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run; the engine: the
+    # target every batch runs on (tests/spark/oracle.py checks it), CI runs both
     session = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

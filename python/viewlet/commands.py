@@ -18,7 +18,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         try:
             r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
                                 caches=st.options.get("caches", False),
-                                map_writes=st.options.get("map_writes", "append"))
+                                map_writes=st.options.get("map_writes", "append"),
+                                engine=st.options.get("engine"))
             if "refresh" in st.options and r.get("status") == "created":
                 _set_refresh(ctx, st.name, st.options["refresh"])
         except ViewletError as e:

@@ -2,7 +2,7 @@
 
   CREATE [OR REPLACE] INCREMENTAL VIEW [IF NOT EXISTS] name [WITH (option = value, ...)] AS query
       options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false,
-               map_writes = 'append' | 'merge'
+               map_writes = 'append' | 'merge', engine = 'auto' | 'local' | 'spark'
   DROP INCREMENTAL VIEW [IF EXISTS] name
   REFRESH INCREMENTAL VIEW name [FULL]
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 from .errors import ViewletParseError
 from .runtime.history import COLUMNS as HISTORY_COLUMNS
 from .runtime.maps import MAP_WRITES
+from .runtime.targets import ENGINES
 from .runtime.schedule import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
@@ -217,5 +218,10 @@ def _option_value(key: str, value: str, pos: int):
             return raw.lower()
         raise ViewletParseError(f"map_writes must be 'append' or 'merge', not '{raw}' "
                                 f"(position {pos}).", pos)
+    if key == "engine":
+        if raw.lower() in ENGINES:
+            return raw.lower()
+        raise ViewletParseError(f"engine must be 'auto', 'local' or 'spark', not '{raw}' "
+                                f"(position {pos}).", pos)
     raise ViewletParseError(f"Unknown view option '{key}' at position {pos}. Known options: depth, "
-                            "refresh, caches, map_writes.", pos)
+                            "refresh, caches, map_writes, engine.", pos)

@@ -1,12 +1,36 @@
 """The oracle: a view must equal what Spark SQL computes for its defining query."""
 from __future__ import annotations
 
+import os
+
 from chispa import assert_approx_df_equality, assert_df_equality
 
 DOUBLE_TOLERANCE = 1e-6   # doubles drift under incremental sums; decimals and integers are exact
+#: the target every test batch runs on (conftest.py sets spark.viewlet.engine from it): CI
+#: runs the oracle tests once with each
+ENGINE = os.environ.get("VIEWLET_TEST_ENGINE", "local")
+
+
+def assert_ran_on_test_engine(spark, view: str):
+    """The view's last batch ran on the target the tests asked for: a batch the local
+    target could not run is a failure unless the view uses SQL it refuses up front (then
+    the batch ran on Spark, saying why)."""
+    import viewlet
+    stats = viewlet.context(spark).load(view).manifest.last_committed().stats or {}
+    engine = stats.get("engine")
+    if os.environ.get("VIEWLET_TEST_SHOW_ENGINE"):
+        print(f"[engine] {view}: {engine}: {stats.get('engine_reason')}")
+    if engine is None or ENGINE == "auto":           # no batch yet, or the cost rule decides
+        return
+    if ENGINE == "local" and engine != "local":
+        assert stats.get("engine_reason", "").startswith("the local target cannot run this view"), \
+            f"{view}: the batch fell back to Spark: {stats.get('engine_reason')}"
+    else:
+        assert engine == ENGINE, f"{view}: ran on {engine}: {stats.get('engine_reason')}"
 
 
 def assert_view_matches(spark, view: str, query: str):
+    assert_ran_on_test_engine(spark, view)
     actual = spark.sql(f"SELECT * FROM {view}")
     expected = spark.sql(query)
     assert actual.columns == expected.columns

@@ -44,13 +44,16 @@ def test_history_records_every_batch(spark, vl, work):
         assert newer.committed_at >= older.committed_at
     for row, cmd in zip(reversed(rows[:2]), refreshed):
         assert row.rows_changed == cmd.rows_changed and row.changes == cmd.changes
-        assert row.changes > 0 and row.spark_jobs >= 1
+        assert row.changes > 0 and row.engine in ("local", "spark") and row.engine_reason
+        # a local batch runs no Spark job; a Spark batch at least the one of its query
+        assert row.spark_jobs == 0 if row.engine == "local" else row.spark_jobs >= 1
         assert {"compute", "merge"} <= set(row.phase_seconds)
         assert row.seconds >= max(row.phase_seconds.values())
         assert row.started_at <= row.committed_at
         assert set(row.map_rows_changed) <= set(vl.load("hist_v").spec["maps"])
     created = rows[2]
     assert created.versions_before == created.versions_after and created.spark_jobs >= 1
+    assert created.engine == "spark"           # initial loads always run on Spark
     assert created.rows_changed == initial_rows
     assert [r.batch for r in _history(spark, "hist_v", "LIMIT 1")] == [2]
     queried = spark.sql("DESCRIBE INCREMENTAL VIEW hist_v HISTORY").where("batch = 1") \
@@ -116,7 +119,7 @@ def test_progress_is_quiet_until_the_threshold(spark, vl, work, capsys, caplog):
 
 
 def test_a_callers_job_group_is_kept_and_metered(spark, vl, work):
-    spark.sql(f"CREATE INCREMENTAL VIEW hist_g AS {QUERY}")
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_g WITH (engine = 'spark') AS {QUERY}")
     sc = spark.sparkContext
     sc.setJobGroup("callers-group", "the caller meters its own group")
     try:

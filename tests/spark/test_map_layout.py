@@ -7,7 +7,8 @@ import os
 import pytest
 from pyspark.errors import ParseException
 
-from viewlet.runtime import batch, maps
+from viewlet.plan import batch as plan_batch
+from viewlet.runtime import leaves, maps
 
 from .oracle import assert_view_matches
 from .workload import registered_workload
@@ -23,7 +24,7 @@ def _parquet_files(path):
 def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
     monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
-    monkeypatch.setattr(batch, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
+    monkeypatch.setattr(leaves, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
     work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")
     view = vl.load("ml_compact")
@@ -77,11 +78,11 @@ def _recording(fn, into: list):
 def test_batches_split_into_phases_when_later_triggers_reread_deltas(spark, vl, tmp_path,
                                                                       monkeypatch, query,
                                                                       blocks_per_query):
-    monkeypatch.setattr(batch, "MAX_PENDING_READS", 0)   # every trigger its own phase
+    monkeypatch.setattr(plan_batch, "MAX_PENDING_READS", 0)   # every trigger its own phase
     built = []
     if blocks_per_query:      # phases too big for one query run as several, sharing leaves
-        monkeypatch.setattr(batch, "MAX_BLOCKS_PER_QUERY", blocks_per_query)
-        monkeypatch.setattr(batch, "_queries", _recording(batch._queries, built))
+        monkeypatch.setattr(plan_batch, "MAX_BLOCKS_PER_QUERY", blocks_per_query)
+        monkeypatch.setattr(plan_batch, "_queries", _recording(plan_batch._queries, built))
     work = registered_workload(spark, str(tmp_path), seed=8)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_phases AS {query}")
     phases = 0

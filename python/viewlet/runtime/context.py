@@ -16,6 +16,7 @@ from .catalog import Catalog, Entry
 from .definition import CompiledView
 from .layout import WarehouseLayout, normalize_location
 from .maps import MAP_WRITES
+from .targets import ENGINES
 from .tables import LiveResolver
 from . import views
 
@@ -35,6 +36,15 @@ class Viewlet:
         self.auto_enable_change_feed = auto_enable_change_feed
         self._compiled: Dict[str, CompiledView] = {}
         self._continuous = None
+        self._local_engine = None
+
+    @property
+    def local_engine(self):
+        """The local target's engine (runtime/targets.py), started on first use."""
+        if self._local_engine is None:
+            from ..local.engine import LocalEngine
+            self._local_engine = LocalEngine()
+        return self._local_engine
 
     @property
     def warehouse(self) -> str:
@@ -46,16 +56,23 @@ class Viewlet:
     # -- views -----------------------------------------------------------------------------
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
-                    map_writes: str = "append") -> Dict:
+                    map_writes: str = "append", engine: Optional[str] = None) -> Dict:
         """`caches`: keep inequality-correlated nested queries as view caches
         (compiler/caches.py). `map_writes`: how a batch writes its map deltas, 'append'
-        (appended and compacted now and then) or 'merge' (one MERGE per map; runtime/maps.py)."""
+        (appended and compacted now and then) or 'merge' (one MERGE per map; runtime/maps.py).
+        `engine`: where batches run, 'auto', 'local' or 'spark' (runtime/targets.py); None:
+        the session's spark.viewlet.engine, else auto."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
         if map_writes not in MAP_WRITES:
             raise ViewletError(f"map_writes must be one of {', '.join(MAP_WRITES)}, not {map_writes!r}")
+        if engine is not None and engine not in ENGINES:
+            raise ViewletError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        options = {"map_writes": map_writes}
+        if engine is not None:
+            options["engine"] = engine
         return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
-                                 options={"map_writes": map_writes})
+                                 options=options)
 
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
         if full:

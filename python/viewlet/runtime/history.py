@@ -13,6 +13,7 @@ COLUMNS = [
     ("changes", "bigint"), ("rows_changed", "bigint"),
     ("map_rows_changed", "map<string,bigint>"),
     ("seconds", "double"), ("phase_seconds", "map<string,double>"), ("spark_jobs", "int"),
+    ("engine", "string"), ("engine_reason", "string"),
 ]
 
 
@@ -41,5 +42,12 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
             None if total is None else round(total, 3),
             {k: round(v, 3) for k, v in seconds.items()} if done else None,
             stats.get("spark_jobs"),
+            _engine(batch, stats) if done else None, stats.get("engine_reason") if done else None,
         ))
     return rows
+
+
+def _engine(batch: int, stats) -> str:
+    """The target that computed the batch: CREATE's load and batches recorded before there
+    were two targets ran on Spark."""
+    return stats.get("engine") or "spark"

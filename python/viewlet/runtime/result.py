@@ -6,7 +6,7 @@ MIN / MAX / DISTINCT aggregates are read from the view's multisets: each multise
 state rows, one column per (multiset, kind) the outputs read."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from ..calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from ..compiler.program import VALUE
@@ -75,14 +75,27 @@ def having_sql(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> str:
     return f"COALESCE(({spec.having.to_sql(var_sql.__getitem__)}), FALSE)"
 
 
+#: with `copies=False`, the column giving how many copies of a bag view's row there are
+COPIES = "__viewlet_copies"
+
+
+def spark_param(name: str) -> str:
+    return "{" + name + "}"
+
+
 def result_rows_sql(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: List[str],
-                    count_column: str, multiset_keys: Dict[str, List[str]]) -> str:
+                    count_column: str, multiset_keys: Dict[str, List[str]],
+                    table: Callable[[str], str] = spark_param, copies: bool = True) -> str:
     """SQL over `{s}` (state rows) and the multisets' rows (`multiset_params`) giving the
     result rows, with bag copies for views without aggregates and the always-present row of
-    a global aggregate. `multiset_keys`: each multiset map's key columns (group, value)."""
+    a global aggregate. `multiset_keys`: each multiset map's key columns (group, value).
+    `table(name)`: how the query names its inputs (`{s}`: spark.sql parameters); with
+    `copies=False` a bag view's row comes once, with its number of copies in COPIES."""
     items = ", ".join(output_select(spec, layout, agg_types, state_keys))
     cnt = q(count_column)
-    state = _state_with_multisets(spec, state_keys, multiset_keys)
+    state = _state_with_multisets(spec, state_keys, multiset_keys, table)
+    if layout["bag"] and not copies:
+        return f"SELECT {items}, {cnt} AS {q(COPIES)} FROM {state} WHERE {cnt} > 0"
     if layout["bag"]:
         return (f"SELECT {items} FROM (SELECT * FROM {state} WHERE {cnt} > 0) "
                 f"LATERAL VIEW explode(sequence(1, {cnt})) c AS __copy")
@@ -118,21 +131,21 @@ def multiset_params(spec: ViewSpec) -> Dict[str, str]:
 
 
 def _state_with_multisets(spec: ViewSpec, state_keys: Sequence[str],
-                          multiset_keys: Dict[str, List[str]]) -> str:
+                          multiset_keys: Dict[str, List[str]], table: Callable[[str], str]) -> str:
     """`{s}`, or the state rows with each multiset's aggregates joined by group."""
     kinds = multiset_kinds(spec)
     if not kinds:
-        return "{s}"
+        return f"{table('s')} AS st"
     params = multiset_params(spec)
     columns, joins = ["st.*"], []
     for i, (multiset, wanted) in enumerate(sorted(kinds.items())):
         keys = multiset_keys[multiset]
         group, value = keys[:len(state_keys)], keys[len(state_keys)]
         outs = [(kind, f"__viewlet_{multiset}_{kind}") for kind in wanted]
-        rows = multiset_aggregate_sql(outs, f"SELECT * FROM {{{params[multiset]}}}", group,
+        rows = multiset_aggregate_sql(outs, f"SELECT * FROM {table(params[multiset])}", group,
                                       value, VALUE)
         columns += [f"j{i}.{q(out)}" for _, out in outs]
         on = " AND ".join(f"st.{q(s)} <=> j{i}.{q(g)}" for s, g in zip(state_keys, group))
         joins.append(f"LEFT JOIN ({rows}) AS j{i} ON {on or 'TRUE'}")
-    return f"(SELECT {', '.join(columns)} FROM {{s}} AS st {' '.join(joins)}) AS sm"
+    return f"(SELECT {', '.join(columns)} FROM {table('s')} AS st {' '.join(joins)}) AS sm"
 

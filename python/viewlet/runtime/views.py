@@ -21,7 +21,8 @@ from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
 from ..sql.multisets import AVG_DISTINCT
-from .batch import BatchPlan, build_plan, relation_columns, run_triggers, sum_by_keys
+from ..plan.batch import BatchPlan, build_plan
+from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups, read_keys
 from . import chain, drift, faults, maps
 from .catalog import Entry
@@ -436,7 +437,7 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        result = _result_source(view, record, deltas)
+        result = _result_source(view, record, deltas, stats.get("engine") == "local")
         stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
@@ -521,7 +522,8 @@ def _result_maps(view: LoadedView) -> List[str]:
     return [view.spec["view_map"]] + list(multiset_params(view.compiled.spec))
 
 
-def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table]) -> pa.Table:
+def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
+                   local: bool = False) -> pa.Table:
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
     per touched group and the group's new rows as 'ins' rows. Touched are the groups of the
     state's delta and the groups of the multisets' deltas (an UPDATE moving a MIN changes a
@@ -548,11 +550,21 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         rows = [old.select(ms_schema.names).cast(ms_schema)]
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
-        multisets[param] = arrow_frame(ctx.spark, pa.concat_tables(rows))
+        multisets[param] = pa.concat_tables(rows)
     rows_sql, columns = _result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
-    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **multisets)
-    ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+    ins = None
+    if local:
+        from .result_local import local_result_rows
+        from .targets import LOCAL_FAILURES
+        try:
+            ins = local_result_rows(view, new_state, multisets, out_schema)
+        except LOCAL_FAILURES as e:
+            log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
+    if ins is None:
+        frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
+        df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
+        ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
     dels = {}
     key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
     for col in columns:

@@ -48,6 +48,10 @@ def q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+#: table names of a batch plan's leaves (LeafBuilder): `__viewlet_leaf_f0`, ...
+LEAF_PREFIX = "__viewlet_leaf_"
+
+
 @dataclass
 class SqlBuilder:
     """Collects the parameters of `spark.sql(text, **params)`: DataFrames (the same object
@@ -58,10 +62,22 @@ class SqlBuilder:
     def frame(self, df) -> str:
         for name, existing in self.params.items():
             if existing is df or (not _is_frame(df) and not _is_frame(existing) and existing == df):
-                return "{" + name + "}"
+                return self.reference(name)
         name = f"f{len(self.params)}"
         self.params[name] = df
+        return self.reference(name)
+
+    def reference(self, name: str) -> str:
         return "{" + name + "}"
+
+
+class LeafBuilder(SqlBuilder):
+    """A SqlBuilder for batch plans: each leaf is a table named LEAF_PREFIX + parameter, so
+    the plan's text is plain SQL that parses into a tree (plan/batch.py), which each target
+    emits with its own bindings."""
+
+    def reference(self, name: str) -> str:
+        return q(LEAF_PREFIX + name)
 
 
 def _is_frame(x) -> bool:

@@ -102,6 +102,11 @@ class TableStore(ABC):
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table: ...
 
     @abstractmethod
+    def read_columns(self, path: str, version: int, columns: Sequence[str]) -> pa.Table:
+        """Columns of the table at a version, read by the Delta engine (partition values,
+        schema changes and all)."""
+
+    @abstractmethod
     def read_files(self, snapshot: Snapshot) -> pa.Table:
         """The rows of exactly the snapshot's files (e.g. a `Snapshot.restricted` one)."""
 

@@ -1,0 +1,157 @@
+"""Binding a batch plan's leaves to data, for either target.
+
+A leaf is a relation's changes (the batch, pre-aggregated on the driver), a relation at the
+batch's start or end version, a map read whole, or a map read by lookup: only the rows
+holding the batch's key values, read on the driver once per batch (the batch's keys are
+spread over most files of a large map, so file skipping alone would leave most of the map
+to scan, once per reference). `SparkLeaves` hands Spark DataFrames (staged as Parquet
+files); `ArrowLeaves` hands the local target Arrow tables.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..plan.batch import Leaf
+from ..spark.lower import MapOrigin
+from .keyed import read_matching
+from .manifest import BatchRecord
+
+#: a lookup keeping more than this share of the rows in the files it read binds those files
+#: (Spark reads them) instead of staging the rows kept
+KEEP_FILES_ABOVE = 0.5
+
+
+class LeafReader:
+    """What both targets read for one batch; per map read, statistics for the manifest."""
+
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table]):
+        self.view, self.record, self.deltas = view, record, deltas
+        self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
+        # Per map read: files and rows read of the files and rows there are, rows the
+        # query gets (the rows kept, or the files' rows when Spark reads the files).
+        self.reads: List[list] = []
+        self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
+        self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
+        self.read_of: Dict[Leaf, list] = {}       # ... -> its entry in `reads`
+
+    def pending_rows(self, leaf: Leaf) -> pa.Table:
+        empty = self.view.map_arrow_schema(leaf.name).empty_table()
+        return self.pending.get((leaf.name, leaf.detail[0]), empty)
+
+    def whole_map(self, name: str):
+        """The map's snapshot at batch start (read whole), recorded as a read."""
+        ctx = self.view.ctx
+        whole = ctx.store.snapshot(self.view.map_path(name), self.record.map_versions[name])
+        rows = _rows(whole)
+        self.reads.append([name, len(whole.files), len(whole.files), rows, rows, rows])
+        return whole
+
+    def matching(self, leaf: Leaf) -> pa.Table:
+        """A map's rows holding the looked-up keys (exactly those, or a superset where a
+        key column cannot be compared exactly)."""
+        if leaf not in self.matched:
+            view, store = self.view, self.view.ctx.store
+            whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+            lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
+            rows = read_matching(store, whole, lookups)
+            snap = self.restricted[leaf] = whole.restricted(lookups)
+            self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
+                                  _rows(whole), rows.num_rows]
+            self.reads.append(self.read_of[leaf])
+            self.matched[leaf] = rows
+        return self.matched[leaf]
+
+    def lookup_values(self, lookups, keys) -> Dict[str, Tuple[set, bool]]:
+        """{map key column: (distinct batch values, whether NULL is among them)}."""
+        out = {}
+        for j, origins in lookups:
+            values, has_null = set(), False
+            for rel, col in origins:
+                if isinstance(rel, MapOrigin):
+                    table = self.matching(Leaf("map", rel.name, rel.lookups))
+                else:
+                    table = self.deltas.get(rel)
+                if table is None:
+                    continue
+                column = table.column(col)
+                has_null = has_null or column.null_count > 0
+                values.update(v for v in pc.unique(column).to_pylist() if v is not None)
+            out[keys[j]] = (values, has_null)
+        return out
+
+
+class SparkLeaves(LeafReader):
+    """Leaves as DataFrames; the batch's own rows staged as Parquet files in `scratch`."""
+
+    def __init__(self, view, record, deltas, scratch: str):
+        super().__init__(view, record, deltas)
+        self.scratch = scratch
+        self.files = 0
+
+    def bind(self, leaf: Leaf):
+        from ..spark.io import read_table, snapshot_frame
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "delta":
+            # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
+            # projection and filter over a LocalRelation row by row, interpreted
+            # (ConvertToLocalRelation), which cost more than running the batch.
+            return self._file(self.deltas[leaf.name])
+        if leaf.kind == "pending":
+            return self._file(self.pending_rows(leaf))
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return read_table(ctx.spark, ctx.store, view.table_path(leaf.name),
+                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+        schema = view.map_schema(leaf.name)
+        columns = schema.keys + list(schema.values)
+        if not leaf.detail:
+            return snapshot_frame(ctx.spark, self.whole_map(leaf.name), columns)
+        rows = self.matching(leaf)
+        snap = self.restricted[leaf]
+        if rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+            # The batch touches most keys of the files read: Spark reads those files
+            # rather than a staged copy of most of them.
+            self.read_of[leaf][5] = _rows(snap)
+            return snapshot_frame(ctx.spark, snap, columns)
+        return self._file(rows.select(columns))
+
+    def _file(self, data: pa.Table):
+        """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
+        from ..spark.io import spark_schema
+        self.files += 1
+        location = self.view.ctx.store.write_file(f"{self.scratch}/in{self.files}.parquet", data)
+        return self.view.ctx.spark.read.schema(spark_schema(data.schema)).parquet(location)
+
+
+class ArrowLeaves(LeafReader):
+    """Leaves as Arrow tables for the local target, typed as the plan expects them."""
+
+    def bind(self, leaf: Leaf) -> pa.Table:
+        from .targets import leaf_columns
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "pending":
+            return self.pending_rows(leaf)
+        if leaf.kind in ("delta", "rel"):
+            if leaf.kind == "delta":
+                rows = self.deltas[leaf.name]
+            else:
+                after, to = self.record.ranges[leaf.name]
+                rows = ctx.store.read_columns(view.table_path(leaf.name),
+                                              to if leaf.detail[0] else after,
+                                              view.columns_of(leaf.name))
+            # the column types the plan was typed with (Spark's view of the table)
+            schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
+            return rows.select(schema.names).cast(schema)
+        schema = view.map_arrow_schema(leaf.name)
+        if not leaf.detail:
+            rows = ctx.store.read_files(self.whole_map(leaf.name))
+        else:
+            rows = self.matching(leaf)
+        return rows.select(schema.names).cast(schema)
+
+
+def _rows(snap) -> Optional[int]:
+    return sum(s.rows or 0 for s in snap.stats) if snap.stats is not None else None

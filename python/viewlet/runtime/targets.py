@@ -1,0 +1,179 @@
+"""Which target runs a batch: the local engine (DuckDB in this process) or Spark.
+
+One plan, two targets (the Hot Dog paper's local and distributed code). The local target
+avoids Spark's per-job cost (a small batch used to run as 8 to 130 Spark jobs), so it runs
+every batch whose inputs are small enough for the driver; Spark runs the rest, and every
+batch the local target cannot reproduce exactly.
+
+The rule, per batch (`choose`):
+  * `engine = 'spark'` (view option, else the session's `spark.viewlet.engine`): Spark.
+  * the view uses SQL the local target cannot evaluate with Spark's exact results (a
+    function without a checked equivalent, a cast whose rounding differs, ...): Spark, and
+    EXPLAIN names the construct.
+  * `engine = 'local'`: local. `auto` (the default): local when the rows the batch reads
+    (its changes, maps and base tables read whole, the files its lookups read) are at most
+    `spark.viewlet.local.maxInputRows` (default 10,000,000), else Spark.
+A local batch that fails (an overflow, a division by zero under ANSI mode) runs again on
+Spark, which gives Spark's own result or error; HISTORY records the target of every batch
+and why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import pyarrow as pa
+
+from ..local import types as T
+from ..local.engine import LocalEngineError
+from ..local.translate import Translator
+from ..local.types import NotLocal
+from ..plan.batch import LEAF_PREFIX, Leaf, Phase
+from ..spark.lower import MULT
+
+LOCAL, SPARK, AUTO = "local", "spark", "auto"
+ENGINES = (AUTO, LOCAL, SPARK)
+ENGINE_CONF = "spark.viewlet.engine"
+MAX_ROWS_CONF = "spark.viewlet.local.maxInputRows"
+DEFAULT_MAX_ROWS = 10_000_000
+ANSI_CONF = "spark.sql.ansi.enabled"
+
+#: a local batch failing with one of these runs again on Spark
+LOCAL_FAILURES = (LocalEngineError, NotLocal, MemoryError)
+
+
+@dataclass(frozen=True)
+class Choice:
+    target: str
+    reason: str
+
+
+def failure_text(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if not isinstance(e, (LocalEngineError, NotLocal)) else str(e)
+
+
+def _conf(spark, key: str, default: Optional[str] = None) -> Optional[str]:
+    try:
+        return spark.conf.get(key, default)
+    except Exception:        # a stopped session, a conf Spark refuses: the default
+        return default
+
+
+def setting(view) -> str:
+    """The view's engine option, else the session's, else auto."""
+    option = view.spec.get("engine")
+    if option:
+        return option
+    value = (_conf(view.ctx.spark, ENGINE_CONF) or AUTO).strip().lower()
+    return value if value in ENGINES else AUTO
+
+
+def max_rows(view) -> int:
+    raw = _conf(view.ctx.spark, MAX_ROWS_CONF)
+    try:
+        return int(raw) if raw is not None else DEFAULT_MAX_ROWS
+    except ValueError:
+        return DEFAULT_MAX_ROWS
+
+
+def ansi(view) -> bool:
+    return str(_conf(view.ctx.spark, ANSI_CONF, "true")).lower() == "true"
+
+
+def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
+    mode = setting(view)
+    if mode == SPARK:
+        return Choice(SPARK, "engine = 'spark'")
+    blocker = local_blocker(view)
+    if blocker is not None:
+        return Choice(SPARK, f"the local target cannot run this view: {blocker}")
+    if mode == LOCAL:
+        return Choice(LOCAL, "engine = 'local'")
+    rows = input_rows(view, plan, record, deltas)
+    limit = max_rows(view)
+    if rows > limit:
+        return Choice(SPARK, f"the batch reads about {rows:,} rows, more than {MAX_ROWS_CONF} "
+                             f"= {limit:,}")
+    return Choice(LOCAL, f"the batch reads about {rows:,} rows (at most {limit:,} run locally)")
+
+
+def input_rows(view, plan, record, deltas: Dict[str, pa.Table]) -> int:
+    """An upper bound of the rows the batch reads: its changes, the maps and base tables it
+    reads whole, and the rows of the files its lookups may read (from Delta statistics)."""
+    store = view.ctx.store
+    total = sum(t.num_rows for t in deltas.values())
+    seen = set()
+    for phase in plan.phases:
+        for leaf in phase.leaves.values():
+            if leaf in seen or leaf.kind in ("delta", "pending"):
+                continue
+            seen.add(leaf)
+            if leaf.kind == "rel":
+                after, to = record.ranges[leaf.name]
+                snap = store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after)
+            else:
+                snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
+            total += _rows(snap)
+    return total
+
+
+def _rows(snap) -> int:
+    if snap.stats is None:
+        return 0
+    return sum(s.rows or 0 for s in snap.stats)
+
+
+# -- translation, cached per view ------------------------------------------------------------
+def leaf_columns(view, leaf: Leaf) -> List:
+    """The Spark-typed columns of a leaf, as the plan reads them."""
+    if leaf.kind in ("delta", "rel"):
+        table = view.compiled.spec.tables[leaf.name]
+        types = {c.name.lower(): c.type for c in table.columns}
+        cols = [(c, T.parse(types[c.lower()])) for c in view.columns_of(leaf.name)]
+        return cols + ([(MULT, T.BIGINT)] if leaf.kind == "delta" else [])
+    schema = view.map_schema(leaf.name)
+    return [(k, T.parse(t)) for k, t in zip(schema.keys, schema.key_types)] + \
+        [(c, T.parse(t)) for c, t in schema.values.items()]
+
+
+def local_sql(view, phase: Phase) -> str:
+    """The phase as DuckDB SQL with Spark's results (NotLocal if it cannot be)."""
+    key = ("local_sql", id(phase), ansi(view))
+    cache = view.compiled.cache
+    if key not in cache:
+        tables = {LEAF_PREFIX + name: leaf_columns(view, leaf) for name, leaf in phase.leaves.items()}
+        try:
+            tree, _ = Translator(tables, ansi=key[2]).query(phase.tree.copy())
+            cache[key] = (phase, tree.sql(dialect="duckdb"))
+        except NotLocal as e:
+            cache[key] = (phase, e)
+    value = cache[key][1]
+    if isinstance(value, NotLocal):
+        raise value
+    return value
+
+
+def local_blocker(view) -> Optional[str]:
+    """Why the local target cannot run this view (None when it can): the first construct
+    of its plan (every relation changed) or of its result query without an exact local
+    equivalent."""
+    key = ("local_blocker", ansi(view))
+    cache = view.compiled.cache
+    if key not in cache:
+        cache[key] = _blocker(view)
+    return cache[key]
+
+
+def _blocker(view) -> Optional[str]:
+    if view.compiled.depth == 0:
+        return "depth 0 recomputes the view on Spark"
+    relations = tuple(view.compiled.program.relations())
+    try:
+        plan = view.batch_plan(relations, relations)
+        for phase in plan.phases:
+            local_sql(view, phase)
+        from .result_local import result_sql_local
+        result_sql_local(view)
+    except NotLocal as e:
+        return str(e)
+    return None
