@@ -22,6 +22,8 @@ def _parquet_files(path):
 
 
 def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
+    monkeypatch.setattr(vl.hot_maps, "budget", 0)        # every batch reads its maps from Delta
+    vl.hot_maps.evict_prefix("")
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
     monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
     monkeypatch.setattr(leaves, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
@@ -36,10 +38,11 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
         assert_view_matches(spark, "ml_compact", QUERY)
         last = view.manifest.last_committed()
         reads = last.stats.get("map_reads", [])
-        skipped |= any(read < total for _, read, total, _, _, _ in reads)
+        assert all(source == "delta" for *_, source in reads)
+        skipped |= any(read < total for _, read, total, _, _, _, _ in reads)
         # a lookup keeps only the rows of the batch's keys: some reads keep fewer rows
         # than the files they read hold
-        filtered |= any(kept < rows for _, _, _, rows, _, kept in reads)
+        filtered |= any(kept < rows for _, _, _, rows, _, kept, _ in reads)
         for name, layout in last.stats["layout"].items():
             if name in layouts and layouts[name] != layout:      # compacted in this batch
                 compactions += 1

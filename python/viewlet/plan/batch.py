@@ -28,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..compiler.program import Program
+from .cse import share_subqueries
 from ..spark.lower import (LEAF_PREFIX, AtomSource, LeafBuilder, Lookups, Select, Sql, SqlBuilder,
                            freeze_lookups, monomial_select, q)
 
@@ -231,8 +232,8 @@ def _queries(params: Dict[str, Leaf], ctes: Dict[str, str], blocks: List[Block],
         tree.set("with_", exp.With(expressions=[
             exp.CTE(this=trees[n].copy(), alias=exp.TableAlias(this=exp.to_identifier(n)))
             for n in ctes if n in needed]))
-        phase.tree = tree
-        used = {t.name[len(LEAF_PREFIX):] for t in tree.find_all(exp.Table)
+        phase.tree = share_subqueries(tree)
+        used = {t.name[len(LEAF_PREFIX):] for t in phase.tree.find_all(exp.Table)
                 if t.name.startswith(LEAF_PREFIX)}
         phase.leaves = {k: leaf for k, leaf in params.items() if k in used}
         out.append(phase)

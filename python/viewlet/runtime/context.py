@@ -37,6 +37,16 @@ class Viewlet:
         self._compiled: Dict[str, CompiledView] = {}
         self._continuous = None
         self._local_engine = None
+        self._hot_maps = None
+
+    @property
+    def hot_maps(self):
+        """Maps hot in memory (local/hotmaps.py), within spark.viewlet.local.memory."""
+        if self._hot_maps is None:
+            from ..local.hotmaps import HotMaps
+            from .targets import memory_budget
+            self._hot_maps = HotMaps(memory_budget(self.spark))
+        return self._hot_maps
 
     @property
     def local_engine(self):

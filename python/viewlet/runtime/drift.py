@@ -41,7 +41,9 @@ def batch_ranges(view, watermarks: Dict[str, int], max_commits: Optional[int] = 
 def current_versions(view, watermarks: Dict[str, int],
                      until: Optional[Dict[str, int]] = None) -> Dict[str, int]:
     """Each base table's current version, after checking it can continue from its watermark
-    (an upstream view's: the result version of its last committed batch)."""
+    (an upstream view's: the result version of its last committed batch). One look at each
+    table's log (`TableStore.observe`): its schema is checked again only when it changed."""
+    from ..errors import TableNotFound
     store = view.ctx.store
     out = {}
     for rel, table in view.compiled.spec.tables.items():
@@ -51,24 +53,26 @@ def current_versions(view, watermarks: Dict[str, int],
             continue
         where = f"Base table {table.display} of incremental view {view.name}"
         full = FULL.format(view=view.name)
-        if not store.exists(table.id):
+        try:
+            state = store.observe(table.id)
+        except TableNotFound:
             raise BaseTableChanged(
                 f"{where} no longer exists (location {table.id}). Recreate the table, then "
-                f"{full}; or DROP INCREMENTAL VIEW {view.name}.")
-        wm, current = watermarks[rel], store.version(table.id)
+                f"{full}; or DROP INCREMENTAL VIEW {view.name}.") from None
+        wm, current = watermarks[rel], state.version
         if current == wm:
             out[rel] = current
             continue
-        if current < wm or _replaced(view, rel, table.id, wm):
+        if current < wm or _replaced(view, rel, state, wm):
             raise BaseTableChanged(
                 f"{where} was replaced: the Delta table at {table.id} is not the one the view "
                 f"has consumed up to version {wm}. {full}.")
-        if not store.change_feed_enabled(table.id):
+        if not state.change_feed:
             raise BaseTableChanged(
                 f"{where} has its change data feed turned off, so its changes since version "
                 f"{wm} cannot be read. Turn it on (ALTER TABLE {table.display} SET TBLPROPERTIES "
                 f"(delta.enableChangeDataFeed = true)), then {full}.")
-        _check_columns(view, rel, table, where, full)
+        _check_columns(view, rel, table, state.schema, where, full)
         out[rel] = current
     return out
 
@@ -78,19 +82,24 @@ def table_ids(ctx, spec) -> Dict[str, str]:
     return {rel: ctx.store.table_id(t.id) for rel, t in spec.tables.items()}
 
 
-def _replaced(view, rel, path: str, watermark: int) -> bool:
+def _replaced(view, rel, state, watermark: int) -> bool:
     store = view.ctx.store
     recorded = view.spec.get("table_ids", {}).get(rel)
     try:
-        return (recorded or store.table_id(path, watermark)) != store.table_id(path)
+        return (recorded or store.table_id(view.compiled.spec.tables[rel].id, watermark)) \
+            != state.table_id
     except ViewletError:     # that version's log is gone: read_changes reports it
         return False
 
 
-def _check_columns(view, rel, table, where, full):
+def _check_columns(view, rel, table, schema, where, full):
+    """Columns the view reads must still be there with their types (checked once per
+    schema the table has had: schemas change rarely)."""
+    seen = view.compiled.cache.setdefault("checked_schemas", {})
+    if seen.get(rel) == schema:
+        return
     recorded = {c.name.lower(): c.type for c in table.columns}
-    live = {f.name.lower(): f.dataType.simpleString()
-            for f in spark_schema(view.ctx.store.snapshot(table.id).schema).fields}
+    live = {f.name.lower(): f.dataType.simpleString() for f in spark_schema(schema).fields}
     for col in view.columns_of(rel):
         low = col.lower()
         if low not in live:
@@ -101,3 +110,4 @@ def _check_columns(view, rel, table, where, full):
             raise BaseTableChanged(
                 f"{where} changed the type of column {col} from {recorded[low]} to {live[low]}. "
                 f"{full}.")
+    seen[rel] = schema

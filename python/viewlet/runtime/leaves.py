@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from ..plan.batch import Leaf
 from ..spark.lower import MapOrigin
 from .keyed import read_matching
+from .hot import hot_map
 from .manifest import BatchRecord
 
 #: a lookup keeping more than this share of the rows in the files it read binds those files
@@ -25,7 +26,11 @@ KEEP_FILES_ABOVE = 0.5
 
 
 class LeafReader:
-    """What both targets read for one batch; per map read, statistics for the manifest."""
+    """What both targets read for one batch; per map read, statistics for the manifest.
+    Maps hot in memory at the batch's start version (local/hotmaps.py) are read from
+    memory; `load`: maps not yet hot are loaded whole when they fit the cache."""
+
+    load = False
 
     def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table]):
         self.view, self.record, self.deltas = view, record, deltas
@@ -41,25 +46,44 @@ class LeafReader:
         empty = self.view.map_arrow_schema(leaf.name).empty_table()
         return self.pending.get((leaf.name, leaf.detail[0]), empty)
 
+    def hot(self, name: str):
+        """Map `name` hot in memory at the batch's start version, or None."""
+        return hot_map(self.view, name, self.record.map_versions[name], self.load)
+
     def whole_map(self, name: str):
         """The map's snapshot at batch start (read whole), recorded as a read."""
         ctx = self.view.ctx
         whole = ctx.store.snapshot(self.view.map_path(name), self.record.map_versions[name])
         rows = _rows(whole)
-        self.reads.append([name, len(whole.files), len(whole.files), rows, rows, rows])
+        self.reads.append([name, len(whole.files), len(whole.files), rows, rows, rows, "delta"])
         return whole
+
+    def map_rows(self, name: str) -> pa.Table:
+        """Every row of the map at batch start, from memory or from Delta."""
+        hot = self.hot(name)
+        if hot is None:
+            return self.view.ctx.store.read_files(self.whole_map(name))
+        rows = hot.all_rows()
+        self.reads.append([name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows, "memory"])
+        return rows
 
     def matching(self, leaf: Leaf) -> pa.Table:
         """A map's rows holding the looked-up keys (exactly those, or a superset where a
         key column cannot be compared exactly)."""
         if leaf not in self.matched:
             view, store = self.view, self.view.ctx.store
-            whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
             lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
-            rows = read_matching(store, whole, lookups)
-            snap = self.restricted[leaf] = whole.restricted(lookups)
-            self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
-                                  _rows(whole), rows.num_rows]
+            hot = self.hot(leaf.name)
+            if hot is not None:
+                rows = hot.lookup(lookups)
+                self.read_of[leaf] = [leaf.name, 0, None, rows.num_rows, hot.rows, rows.num_rows,
+                                      "memory"]
+            else:
+                whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+                rows = read_matching(store, whole, lookups)
+                snap = self.restricted[leaf] = whole.restricted(lookups)
+                self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
+                                      _rows(whole), rows.num_rows, "delta"]
             self.reads.append(self.read_of[leaf])
             self.matched[leaf] = rows
         return self.matched[leaf]
@@ -110,8 +134,8 @@ class SparkLeaves(LeafReader):
         if not leaf.detail:
             return snapshot_frame(ctx.spark, self.whole_map(leaf.name), columns)
         rows = self.matching(leaf)
-        snap = self.restricted[leaf]
-        if rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+        snap = self.restricted.get(leaf)
+        if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
             # The batch touches most keys of the files read: Spark reads those files
             # rather than a staged copy of most of them.
             self.read_of[leaf][5] = _rows(snap)
@@ -128,6 +152,8 @@ class SparkLeaves(LeafReader):
 
 class ArrowLeaves(LeafReader):
     """Leaves as Arrow tables for the local target, typed as the plan expects them."""
+
+    load = True
 
     def bind(self, leaf: Leaf) -> pa.Table:
         from .targets import leaf_columns
@@ -146,10 +172,7 @@ class ArrowLeaves(LeafReader):
             schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
             return rows.select(schema.names).cast(schema)
         schema = view.map_arrow_schema(leaf.name)
-        if not leaf.detail:
-            rows = ctx.store.read_files(self.whole_map(leaf.name))
-        else:
-            rows = self.matching(leaf)
+        rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)
         return rows.select(schema.names).cast(schema)
 
 

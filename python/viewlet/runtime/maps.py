@@ -72,9 +72,11 @@ def rows_per_file(rows: int) -> int:
 
 
 def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: Sequence[int],
-                  txn) -> None:
-    store.create(path, sort_rows(data, keys, order), txn=txn,
-                 rows_per_file=rows_per_file(data.num_rows))
+                  txn) -> pa.Table:
+    """Create the map's table holding `data` in cluster order; the rows as written."""
+    rows = sort_rows(data, keys, order)
+    store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows))
+    return rows
 
 
 def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str],
@@ -122,16 +124,21 @@ def _rows(snap) -> int:
 
 
 def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: Sequence[str],
-            order: Sequence[int], metadata=None) -> Optional[MapLayout]:
+            order: Sequence[int], metadata=None, rows: Optional[pa.Table] = None,
+            rows_version: Optional[int] = None):
     """Rewrite the map's current files as summed, sorted, clustered files (rows appended
-    meanwhile stay, as extra files); None if a concurrent compaction won."""
+    meanwhile stay, as extra files); None if a concurrent compaction won. `rows`: the map's
+    rows at version `rows_version` when the caller has them (a hot map): used when that is
+    the current version, else the files are read. Returns (the new layout, the version it
+    read, the version it committed, the rows written)."""
     snap = store.snapshot(path, store.version(path))
-    try:
-        rows = store.read_files(snap)
-    except OSError:          # a concurrent compaction vacuumed this version's files: it won
-        return None
+    if rows is None or rows_version != snap.version:
+        try:
+            rows = store.read_files(snap)
+        except OSError:          # a concurrent compaction vacuumed this version's files: it won
+            return None
     data = sort_rows(sum_rows(rows, keys, values, zero), keys, order)
     if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):
         return None
     after = store.snapshot(path, store.version(path))
-    return MapLayout(len(after.files), data.num_rows)
+    return MapLayout(len(after.files), data.num_rows), snap.version, after.version, data

@@ -29,6 +29,7 @@ from ..local.engine import LocalEngineError
 from ..local.translate import Translator
 from ..local.types import NotLocal
 from ..plan.batch import LEAF_PREFIX, Leaf, Phase
+from ..plan.cse import reference_counts
 from ..spark.lower import MULT
 
 LOCAL, SPARK, AUTO = "local", "spark", "auto"
@@ -37,6 +38,9 @@ ENGINE_CONF = "spark.viewlet.engine"
 MAX_ROWS_CONF = "spark.viewlet.local.maxInputRows"
 DEFAULT_MAX_ROWS = 10_000_000
 ANSI_CONF = "spark.sql.ansi.enabled"
+MEMORY_CONF = "spark.viewlet.local.memory"
+#: without spark.viewlet.local.memory, hot maps may take this share of spark.driver.memory
+MEMORY_SHARE = 0.5
 
 #: a local batch failing with one of these runs again on Spark
 LOCAL_FAILURES = (LocalEngineError, NotLocal, MemoryError)
@@ -74,6 +78,35 @@ def max_rows(view) -> int:
         return int(raw) if raw is not None else DEFAULT_MAX_ROWS
     except ValueError:
         return DEFAULT_MAX_ROWS
+
+
+def memory_budget(spark) -> int:
+    """Bytes the hot maps may hold: spark.viewlet.local.memory (e.g. 512m, 4g; 0 keeps no
+    map in memory), else half of spark.driver.memory (1g when unset)."""
+    raw = _conf(spark, MEMORY_CONF)
+    if raw is not None:
+        return parse_bytes(raw, MEMORY_CONF)
+    return int(MEMORY_SHARE * parse_bytes(_conf(spark, "spark.driver.memory", "1g") or "1g",
+                                          "spark.driver.memory"))
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def parse_bytes(text: str, setting: str) -> int:
+    """A size as Spark writes one (`512m`, `4g`, `1048576`)."""
+    t = str(text).strip().lower()
+    digits = t.rstrip("abcdefghijklmnopqrstuvwxyz ")
+    unit = t[len(digits):].strip()
+    try:
+        if unit not in _UNITS:
+            raise ValueError(unit)
+        return int(float(digits) * _UNITS[unit])
+    except ValueError:
+        from ..errors import ViewletError
+        raise ViewletError(f"{setting} = {text!r} is not a size: write bytes or a number with "
+                           "k, m, g or t (e.g. 512m, 4g).") from None
 
 
 def ansi(view) -> bool:
@@ -144,6 +177,7 @@ def local_sql(view, phase: Phase) -> str:
         tables = {LEAF_PREFIX + name: leaf_columns(view, leaf) for name, leaf in phase.leaves.items()}
         try:
             tree, _ = Translator(tables, ansi=key[2]).query(phase.tree.copy())
+            materialize_shared(tree)
             cache[key] = (phase, tree.sql(dialect="duckdb"))
         except NotLocal as e:
             cache[key] = (phase, e)
@@ -151,6 +185,17 @@ def local_sql(view, phase: Phase) -> str:
     if isinstance(value, NotLocal):
         raise value
     return value
+
+
+def materialize_shared(tree):
+    """CTEs read more than once are computed once (DuckDB would inline them)."""
+    with_ = tree.args.get("with_")
+    if with_ is None:
+        return
+    counts = reference_counts(tree)
+    for cte in with_.expressions:
+        if counts[cte.alias_or_name] > 1:
+            cte.set("materialized", True)
 
 
 def local_blocker(view) -> Optional[str]:

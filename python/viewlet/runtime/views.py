@@ -23,8 +23,8 @@ from ..sql.frontend import COUNT_COLUMN
 from ..sql.multisets import AVG_DISTINCT
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
-from .keyed import add_rows, pad_groups, read_keys
-from . import chain, drift, faults, maps
+from .keyed import add_rows, pad_groups
+from . import chain, drift, faults, hot, maps
 from .catalog import Entry
 from .determinism import reject_nondeterministic
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -204,14 +204,17 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         txn = (f"viewlet:{view_id}", 0)
         kept = set(multiset_params(spec)) | {compiled.program.view_map}
         kept_data: Dict[str, pa.Table] = {}    # what the result rows are derived from
+        warm: Dict[str, pa.Table] = {}         # maps kept hot in memory for the batches
         for i, (part, frame) in enumerate(parts.items(), 1):
             progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
             data = frame_arrow(frame)
-            maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
-                               maps_json[part]["keys"], maps_json[part]["cluster"], txn)
+            written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
+                                         maps_json[part]["keys"], maps_json[part]["cluster"], txn)
             if part in kept:
                 kept_data[part] = data
-            del data
+            if ctx.hot_maps.fits(sum(t.nbytes for t in warm.values()) + written.nbytes):
+                warm[part] = written
+            del data, written
         source.release()
         progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
         scratch = ctx.layout.scratch_dir(view_id, "create")
@@ -244,8 +247,21 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             source.release()
         progress.__exit__()
     ctx.remember(entry, compiled)
+    _keep_hot(ctx, name, warm)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
+
+
+def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
+    """Keep the maps just loaded hot in memory (version 0 of each map table), so the first
+    batches need not read them back."""
+    try:
+        view = ctx.load(name)
+        for part, rows in rows_by_map.items():
+            schema = view.map_arrow_schema(part)
+            ctx.hot_maps.put(hot.new_hot_map(view, part, 0, rows.select(schema.names).cast(schema)))
+    except Exception as e:               # an optimisation only: batches read Delta instead
+        log.warning("View %s: maps not kept in memory (%s)", name, e)
 
 
 def _prepare_base_tables(ctx, name: str, compiled: CompiledView) -> Dict[str, int]:
@@ -430,6 +446,8 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     txn = (view.app_id, record.batch)
     if view.compiled.depth == 0:
         progress.step("recomputing the defining query")
+        stats["engine"], stats["engine_reason"] = "spark", \
+            "the local target cannot run this view: depth 0 recomputes the view on Spark"
         _recompute(view, record, txn, stats)
         return stats
     deltas = run_triggers(view, record, stats, progress.step)
@@ -459,6 +477,7 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
             written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
         if written:
             faults.point("batch.map_merged")
+        hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total)
     stats["seconds"]["merge"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if not merging:
@@ -495,13 +514,20 @@ def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], lay
             schema = view.map_schema(name)
             zero = _zero_columns(view, name)
             cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
+            in_memory = ctx.hot_maps.peek(path)      # its rows, when hot: no read of the files
             compacted = maps.compact(ctx.store, path, schema.keys, list(schema.values), zero,
                                      cluster, {"viewlet.view": view.name,
-                                               "viewlet.compaction": str(record.batch)})
+                                               hot.COMPACTION: str(record.batch)},
+                                     rows=in_memory.all_rows() if in_memory else None,
+                                     rows_version=in_memory.version if in_memory else None)
             if compacted is not None:
-                layout = compacted
+                layout, read_version, version, rows = compacted
+                hot.replace_after_compaction(view, name, read_version, version, rows)
                 # Files of the batch-start version stay: a re-run of this batch reads them.
                 ctx.store.vacuum(path, record.map_versions[name])
+                in_memory = ctx.hot_maps.peek(path)
+                if in_memory is not None:
+                    hot.sync_after_writes(view, name, in_memory.version, record.batch, None)
         out[name] = layout.to_json()
     return out
 
@@ -537,16 +563,15 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
                              [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
                               for m in _result_maps(view)[1:] if deltas.get(m) is not None])
-    new_state = add_rows(read_keys(ctx.store, view.map_path(state_name),
-                                   record.map_versions[state_name], delta_state, schema.keys),
+    new_state = add_rows(hot.rows_by_keys(view, state_name, record.map_versions[state_name],
+                                          delta_state, schema.keys),
                          delta_state, schema.keys, list(schema.values))
     multisets = {}
     for name, param in multiset_params(view.compiled.spec).items():
         ms_schema = view.map_arrow_schema(name)
         group = view.map_schema(name).keys[:len(schema.keys)]
         # the state's and the multiset's group key columns are both k0, k1, ...
-        old = read_keys(ctx.store, view.map_path(name), record.map_versions[name], new_state,
-                        group)
+        old = hot.rows_by_keys(view, name, record.map_versions[name], new_state, group)
         rows = [old.select(ms_schema.names).cast(ms_schema)]
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))

@@ -17,6 +17,26 @@ Txn = Tuple[str, int]  # (application id, version): makes a commit idempotent
 
 
 @dataclass(frozen=True)
+class TableState:
+    """A table's latest version and what a view needs to know about it at every batch."""
+
+    version: int
+    table_id: str                        # the Delta metadata id (new when recreated)
+    change_feed: bool                    # delta.enableChangeDataFeed
+    schema: pa.Schema
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What a commit of the Delta log says about itself."""
+
+    version: int
+    operation: str
+    txns: Dict[str, int]                 # application id -> transaction version
+    metadata: Dict[str, object]          # the commit's custom metadata
+
+
+@dataclass(frozen=True)
 class FileStats:
     """What a Delta add action says about one data file: rows, and per column its NULL
     count and min/max (absent when the writer recorded none)."""
@@ -94,6 +114,12 @@ class TableStore(ABC):
 
     @abstractmethod
     def version(self, path: str) -> int: ...
+
+    @abstractmethod
+    def observe(self, path: str) -> TableState:
+        """The table's latest state, cheaply enough for every batch (a handle kept open and
+        brought up to date); a table dropped and created again at the path is noticed.
+        Raises TableNotFound when there is no table."""
 
     @abstractmethod
     def snapshot(self, path: str, version: Optional[int] = None) -> Snapshot: ...
@@ -198,6 +224,11 @@ class TableStore(ABC):
 
     @abstractmethod
     def txn_version(self, path: str, app_id: str) -> Optional[int]: ...
+
+    @abstractmethod
+    def commits(self, path: str, after_version: int, to_version: int) -> "list[Commit]":
+        """The commits of versions (after_version, to_version], oldest first (a commit whose
+        log entry is gone is reported with operation 'UNKNOWN')."""
 
     @abstractmethod
     def oldest_version(self, path: str) -> int:

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
-from .base import FileStats, Snapshot, TableStore, Txn
+from .base import Commit, FileStats, Snapshot, TableState, TableStore, Txn
 from .update_feed import SIGN_COLUMN, CommitLog, is_unreliable_update, rows_from_files
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
@@ -83,24 +83,56 @@ class DeltaRsStore(TableStore):
 
     def own(self, prefix: str) -> None:
         """Tables under `prefix` are written only through Viewlet (never replaced by another
-        table at the same path): their latest state is kept per thread and brought up to
-        date by reading only the log entries added since, instead of replaying the log."""
+        table at the same path): `observe` need not check them for replacement."""
         self._owned.append(prefix.rstrip("/") + "/")
 
     def _table(self, path: str, version: Optional[int] = None):
-        if version is None and any(path.startswith(p) for p in self._owned):
-            tables = self._local.__dict__.setdefault("tables", {})
-            dt = tables.get(path)
-            if dt is not None:
-                try:
-                    dt.update_incremental()
-                    return dt
-                except Exception:       # dropped meanwhile: open it afresh (or fail properly)
-                    tables.pop(path, None)
-            dt = self._open(path, None)
-            tables[path] = dt
-            return dt
-        return self._open(path, version)
+        """A handle on the table at `version` (None: the latest). Handles of the latest
+        version are kept per thread and brought up to date by reading only the log entries
+        added since (base tables are checked for replacement by `observe`, once a batch); a
+        kept handle already at the version asked for is used as it is."""
+        tables = self._local.__dict__.setdefault("tables", {})
+        dt = tables.get(path)
+        if version is not None:
+            if dt is not None and dt.version() == version:
+                return dt
+            return self._open(path, version)
+        if dt is not None:
+            try:
+                dt.update_incremental()
+                return dt
+            except Exception:       # dropped meanwhile: open it afresh (or fail properly)
+                tables.pop(path, None)
+        dt = self._open(path, None)
+        tables[path] = dt
+        return dt
+
+    def observe(self, path: str) -> TableState:
+        tables = self._local.__dict__.setdefault("tables", {})
+        marks = self._local.__dict__.setdefault("marks", {})
+        owned = any(path.startswith(p) for p in self._owned)
+        if not owned and path not in marks:
+            tables.pop(path, None)           # first look: a handle opened now, not one kept
+        dt = self._table(path)
+        if not owned:
+            # A table dropped and created again at the same path restarts its log: the
+            # newest commit file we read before must still be the same file.
+            seen = marks.get(path)
+            if seen is not None and self._commit_mark(dt, seen[0]) != seen[1]:
+                tables.pop(path, None)
+                dt = self._table(path)
+            marks[path] = (dt.version(), self._commit_mark(dt, dt.version()))
+        conf = dt.metadata().configuration
+        return TableState(dt.version(), dt.metadata().id,
+                          str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
+                          pa.schema(dt.schema().to_arrow()))
+
+    def _commit_mark(self, dt, version: int) -> Optional[str]:
+        actions = _commit_log(dt, self.options).actions(version)
+        if actions is None:
+            return None
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        return f"{info.get('timestamp')}:{len(actions)}"
 
     def _open(self, path: str, version: Optional[int]):
         dl = _dl()
@@ -324,6 +356,19 @@ class DeltaRsStore(TableStore):
 
     def txn_version(self, path, app_id):
         return self._table(path).transaction_version(app_id)
+
+    def commits(self, path, after_version, to_version):
+        log = _commit_log(self._table(path), self.options)
+        out = []
+        for v in range(after_version + 1, to_version + 1):
+            actions = log.actions(v) or []
+            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            txns = {a["txn"]["appId"]: int(a["txn"]["version"]) for a in actions if "txn" in a}
+            # writers put custom metadata in commitInfo itself (delta-rs) or under userMetadata
+            meta = {k: v for k, v in info.items() if k not in ("operation", "timestamp")}
+            out.append(Commit(v, info.get("operation", "UNKNOWN") if actions else "UNKNOWN",
+                              txns, meta))
+        return out
 
     def oldest_version(self, path: str) -> int:
         history = self._table(path).history()
