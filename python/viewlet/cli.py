@@ -345,6 +345,10 @@ def _bench_parser(sub):
                    help="Viewlet depths: ho (higher-order), ho-merge (higher-order, maps written "
                         "by one MERGE per batch instead of appended), 1 (first-order), 0 "
                         "(recompute), n (default ho,1,0)")
+    b.add_argument("--engines", type=_csv(str, "engine"), default=["auto"],
+                   help="where Viewlet refreshes run, one view per engine: auto (the cost rule), "
+                        "local (DuckDB in the driver), spark (default auto); depth 0 always "
+                        "recomputes on Spark")
     b.add_argument("--baselines", type=_csv(str, "baseline"), default=["spark", "duckdb"],
                    help="recompute baselines: spark, duckdb (default both)")
     b.add_argument("--check", type=_check_policy, default=None,
@@ -380,7 +384,8 @@ def _bench(args, argv: List[str]) -> int:
         "bench-results", dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
     options = bench.Options(
         scales=args.scale, batch_sizes=args.batch_sizes, batches=args.batches,
-        warmup=args.warmup, views=views, depths=args.depths, baselines=args.baselines,
+        warmup=args.warmup, views=views, depths=args.depths, engines=args.engines,
+        baselines=args.baselines,
         check=args.check or bench.CheckPolicy(), out=out, warehouse=args.warehouse,
         seed=args.seed, driver_memory=args.driver_memory, label=args.label,
         command="python -m viewlet " + " ".join(shlex.quote(a) for a in argv))

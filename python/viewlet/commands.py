@@ -5,7 +5,7 @@ from typing import List, Sequence
 
 from .ddl import OUTPUTS, Statement
 from .errors import ViewletError
-from .explain import depth_text, describe_rows, explain_program
+from .explain import depth_text, describe_rows, explain_execution, explain_program
 from .runtime.catalog import Entry
 from .runtime.history import history_rows
 from .runtime.schedule import interval_text
@@ -49,7 +49,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         return history_rows(ctx.load(st.name), st.options.get("limit"))
     elif st.kind == "explain":
         view = ctx.load(st.name)
-        return [(explain_program(view.name, view.spec["sql"], view.compiled.program),)]
+        return [(explain_program(view.name, view.spec["sql"], view.compiled.program),),
+                (explain_execution(view),)]
     else:
         raise ValueError(st.kind)
     return [tuple(r.get(name) for name, _ in OUTPUTS[st.kind])]

@@ -14,7 +14,7 @@ from typing import List, Sequence, Tuple
 
 from .calculus.printer import show
 from .compiler.program import VALUE, Program
-from .explain import _loop_vars, depth_text, describe_rows, explain_program
+from .explain import _loop_vars, depth_text, explain_execution, explain_program
 
 __all__ = ["Explanation", "Description", "MapInfo", "StatementInfo", "TriggerInfo"]
 
@@ -89,14 +89,17 @@ class Explanation:
                 for i, s in enumerate(program.statements_for(rel), 1))
             self.triggers.append(TriggerInfo(rel, stmts, tuple(program.targets_for(rel))))
         self.text = explain_program(name, sql, program)
+        self.execution = ""             # where batches run (a view's, not a definition's)
 
     @classmethod
     def of(cls, view) -> "Explanation":
         """From a loaded view (``Viewlet.load``)."""
-        return cls(view.name, view.spec["sql"], view.compiled.program)
+        out = cls(view.name, view.spec["sql"], view.compiled.program)
+        out.execution = explain_execution(view)
+        return out
 
     def __repr__(self) -> str:
-        return self.text
+        return f"{self.text}\n\n{self.execution}" if self.execution else self.text
 
     __str__ = __repr__
 
@@ -131,6 +134,8 @@ class Explanation:
                 out.append(f"<tr><td>{s.number:02d}</td><td><code>{_e(s.text)}</code></td>"
                            f"<td>{_e(s.strategy)}</td></tr>")
             out.append("</tbody></table>")
+        if self.execution:
+            out.append(f"<p><strong>Execution</strong></p><pre>{_e(self.execution)}</pre>")
         out.append("</div>")
         return "\n".join(out)
 

@@ -46,6 +46,64 @@ def explain_program(name: str, sql: str, program: Program) -> str:
     return "\n".join(lines)
 
 
+def explain_execution(view) -> str:
+    """EXPLAIN's second part: where batches run (runtime/targets.py) and the batch plan
+    every target evaluates, for a batch that changes every relation."""
+    from .runtime import targets
+    mode = targets.setting(view)
+    source = "view option engine" if view.spec.get("engine") else \
+        f"session setting {targets.ENGINE_CONF}" if mode != targets.AUTO else "default"
+    blocker = targets.local_blocker(view)
+    lines = ["Execution (one plan, two targets: local = DuckDB in the driver, spark = Spark):",
+             f"  engine: {mode} ({source})",
+             "  local target: " + (f"cannot run this view: {blocker}" if blocker else
+                                   "can run this view (Spark's types, rounding and NULLs)")]
+    if mode == targets.AUTO and not blocker:
+        lines.append(f"  rule: a batch runs locally when it reads at most {targets.max_rows(view):,} "
+                     f"rows ({targets.MAX_ROWS_CONF}): its changes, the maps and base tables it "
+                     "reads whole and the files its lookups may read; otherwise on Spark")
+    if blocker is None and mode != targets.SPARK:
+        lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
+                     "mode) runs again on Spark")
+        lines.append(f"  hot maps: up to {_size(view.ctx.hot_maps.budget)} of maps kept in memory "
+                     f"({targets.MEMORY_CONF}), checked against their Delta versions")
+    if view.compiled.depth == 0:
+        return "\n".join(lines)
+    relations = tuple(view.compiled.program.relations())
+    plan = view.batch_plan(relations, relations)
+    lines.append(f"  batch plan (every relation changed): {len(plan.phases)} quer"
+                 f"{'y' if len(plan.phases) == 1 else 'ies'}, maps written: {', '.join(plan.targets)}")
+    for i, phase in enumerate(plan.phases, 1):
+        shared = sum(1 for c in (phase.tree.args.get("with_").expressions
+                                 if phase.tree.args.get("with_") else [])
+                     if c.alias_or_name.startswith("cse"))
+        lines.append(f"    query {i}: triggers {', '.join(phase.relations)}; {len(phase.blocks)} "
+                     f"block(s), {shared} shared subquer{'y' if shared == 1 else 'ies'}")
+        reads = sorted({_leaf_text(view, leaf) for leaf in phase.leaves.values()})
+        lines.append(f"      reads: {'; '.join(reads)}")
+    return "\n".join(lines)
+
+
+def _leaf_text(view, leaf) -> str:
+    if leaf.kind == "delta":
+        return f"changes of {leaf.name}"
+    if leaf.kind == "rel":
+        return f"{leaf.name} at batch {'end' if leaf.detail[0] else 'start'}"
+    if leaf.kind == "pending":
+        return f"{leaf.name}'s delta from an earlier query"
+    if not leaf.detail:
+        return f"map {leaf.name} whole"
+    keys = view.map_schema(leaf.name).keys
+    return f"map {leaf.name} by key {', '.join(keys[j] for j, _ in leaf.detail)}"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def _loop_vars(stmt) -> List[str]:
     """Target keys the batch does not bind: they range over map entries (a join)."""
     from .calculus.ir import DeltaRel, Domain
@@ -83,12 +141,29 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     from .runtime.chain import dependents
     rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
              for name in dependents(ctx, view.name)]
+    from .runtime import targets
+    blocker = targets.local_blocker(view)
+    rows.append(("execution", "engine", targets.setting(view)))
+    rows.append(("execution", "local target", f"cannot run this view: {blocker}" if blocker
+                 else "can run this view"))
+    in_memory = 0
     for name, m in view.compiled.program.maps.items():
         snap = ctx.store.snapshot(view.map_path(name))
+        hot = ctx.hot_maps.peek(view.map_path(name))
+        memory = f"in memory ({_size(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \
+            if hot is not None else "not in memory"
+        in_memory += hot.nbytes if hot is not None else 0
         rows.append(("map", name, f"keys [{', '.join(m.keys)}], level {m.level}, "
-                                  f"version {snap.version}, {len(snap.files)} file(s)"))
+                                  f"version {snap.version}, {len(snap.files)} file(s), {memory}"))
+    rows.append(("memory", "hot maps", f"{_size(in_memory)} of this view's maps in driver memory; "
+                                       f"{_size(ctx.hot_maps.used())} of "
+                                       f"{_size(ctx.hot_maps.budget)} used by all views "
+                                       f"({targets.MEMORY_CONF})"))
     rows.append(("last batch", "batch", str(last.batch)))
     rows.append(("last batch", "at", str(last.at)))
+    if last.batch:
+        rows.append(("last batch", "engine", f"{last.stats.get('engine') or 'spark'}: "
+                                             f"{last.stats.get('engine_reason') or 'before local batches'}"))
     rows.append(("last batch", "stats", json.dumps(last.stats, default=str)))
     if records[-1].phase == "planned":
         rows.append(("last batch", "interrupted", f"batch {records[-1].batch} will be re-run "

@@ -44,10 +44,11 @@ def _strict(html_text: str) -> Page:
 
 
 def test_explanation_text_is_the_explain_statement(spark, vl, view):
-    statement = spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()[0][0]
+    program, execution = [r[0] for r in spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()]
     explanation = vl.explain(view)
     assert isinstance(explanation, Explanation)
-    assert repr(explanation) == statement == str(explanation)
+    assert explanation.text == program and explanation.execution == execution
+    assert repr(explanation) == f"{program}\n\n{execution}" == str(explanation)
 
 
 def test_explanation_structure_follows_the_program(vl, view):

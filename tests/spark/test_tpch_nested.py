@@ -65,6 +65,6 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_bases, tmp_path, name, scale
             assert_view_matches(spark, view, query)
             if name in LOOKUP_ONLY and scale == SMALL_SCALE:   # tiny: a batch touches every key
                 reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
-                assert reads and all(kept < rows for _, _, _, _, rows, kept in reads if rows), reads
+                assert reads and all(kept < rows for _, _, _, _, rows, kept, _ in reads if rows), reads
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

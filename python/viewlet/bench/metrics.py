@@ -62,7 +62,7 @@ class SparkInput:
             for s in self._get("/stages"):
                 if s["stageId"] in stage_ids:
                     stages.setdefault(s["stageId"], []).append(s)
-        out = {g: {"jobs": 0, "stages": 0, "input_records": 0, "input_bytes": 0,
+        out = {g: {"jobs": 0, "stages": 0, "tasks": 0, "input_records": 0, "input_bytes": 0,
                    "shuffle_read_bytes": 0} for g in wanted}
         for j in jobs:
             acc = out[j["jobGroup"]]
@@ -72,6 +72,8 @@ class SparkInput:
                     if attempt.get("status") == "SKIPPED":
                         continue
                     acc["stages"] += 1
+                    acc["tasks"] += int(attempt.get("numCompleteTasks", 0)) + \
+                        int(attempt.get("numFailedTasks", 0))
                     acc["input_records"] += int(attempt.get("inputRecords", 0))
                     acc["input_bytes"] += int(attempt.get("inputBytes", 0))
                     acc["shuffle_read_bytes"] += int(attempt.get("shuffleReadBytes", 0))

@@ -32,8 +32,28 @@ def depth_label(depth) -> str:
     return f"d{depth}"
 
 
-def method_name(depth: Optional[int]) -> str:
-    return f"viewlet-{depth_label(depth)}"
+def method_name(depth: Optional[int], engine: str = "auto") -> str:
+    """viewlet-<depth>, and -local / -spark when a target is forced (auto: the cost rule)."""
+    return f"viewlet-{depth_label(depth)}" + ("" if engine == AUTO else f"-{engine}")
+
+
+AUTO = "auto"
+ENGINES = ("auto", "local", "spark")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One Viewlet view of a definition: its depth and the target its batches run on."""
+    depth: object
+    engine: str = AUTO
+
+    @property
+    def method(self) -> str:
+        return method_name(self.depth, self.engine)
+
+    @property
+    def label(self) -> str:
+        return depth_label(self.depth) + ("" if self.engine == AUTO else f"_{self.engine}")
 
 
 def parse_depth(text: str) -> Optional[int]:
@@ -87,6 +107,8 @@ class Options:
     warmup: int = 1
     views: Sequence[str] = ()            # names or .sql paths; () = the issue's views that exist
     depths: Sequence[Optional[int]] = (None, 1, 0)
+    engines: Sequence[str] = (AUTO,)     # where refreshes run (view option engine)
+    floor: bool = True                   # also measure the per-refresh floor (bench/floor.py)
     baselines: Sequence[str] = BASELINES
     check: CheckPolicy = field(default_factory=CheckPolicy)
     out: str = "bench-results"
@@ -109,6 +131,17 @@ class Options:
             raise ValueError(f"unknown baselines {unknown}; choose from {', '.join(BASELINES)}")
         if len(set(self.depths)) != len(self.depths):
             raise ValueError("a depth is listed twice")
+        if not self.engines or any(e not in ENGINES for e in self.engines) or \
+                len(set(self.engines)) != len(self.engines):
+            raise ValueError(f"engines must be distinct values of {', '.join(ENGINES)}")
+
+    def variants(self) -> List[Variant]:
+        """Every (depth, engine) view to measure; depth 0 recomputes on Spark, once."""
+        out = []
+        for depth in self.depths:
+            for engine in ([AUTO] if depth == 0 else self.engines):
+                out.append(Variant(depth, engine))
+        return out
 
 
 class BenchFailed(ViewletError):
@@ -142,6 +175,11 @@ def run(options: Options, out: TextIO = sys.stdout) -> Dict:
             for workload in sorted({v.workload for v in views}):
                 bench.run_scale(scale, workload, [v for v in views if v.workload == workload])
                 report.write_all(results, options.out, partial=True)
+        if options.floor:
+            from . import floor
+            _say(out, "Per-refresh floor (one changed row, local target) ...")
+            results["floor"] = floor.measure(bench.vl, warehouse)
+            _say(out, f"  median {results['floor']['median_seconds'] * 1000:.1f} ms")
     finally:
         results["meta"]["finished"] = report.now()
         if spark is not None:
@@ -224,18 +262,20 @@ class _Bench:
             shutil.rmtree(os.path.join(self.warehouse, "_recompute"), ignore_errors=True)
 
     def _create_views(self, scale, workload, views) -> Dict[tuple, str]:
-        """{(view, depth): Viewlet view name} of the views that could be created."""
+        """{(view, variant): Viewlet view name} of the views that could be created."""
         created = {}
         for v in views:
-            for depth in self.options.depths:
-                name = f"{v.name}_{depth_label(depth)}".replace("-", "_")
+            for variant in self.options.variants():
+                depth = variant.depth
+                name = f"{v.name}_{variant.label}".replace("-", "_")
                 rec = {"scale": scale, "workload": workload, "view": v.name, "file": v.path,
-                       "method": method_name(depth), "name": name}
+                       "method": variant.method, "name": name}
                 self.vl.drop_view(name, if_exists=True)
                 try:
                     r = self.vl.create_view(
                         name, v.query, depth=None if depth == HO_MERGE else depth,
-                        caches=v.caches, map_writes="merge" if depth == HO_MERGE else "append")
+                        caches=v.caches, map_writes="merge" if depth == HO_MERGE else "append",
+                        engine=None if variant.engine == AUTO else variant.engine)
                 except ViewletError as e:
                     rec["status"] = f"unsupported: {e}"
                 except Exception as e:      # a bug, not a refusal: note it and go on
@@ -244,14 +284,14 @@ class _Bench:
                 else:
                     rec.update(status="created", maps=r["maps"], rows=r["rows"],
                                create_seconds=r["seconds"])
-                    created[(v.name, depth)] = name
+                    created[(v.name, variant)] = name
                 self.results["views"].append(rec)
                 _say(self.out, f"  {name}: {rec['status']}" + (
                     f" ({rec['maps']} maps, {rec['rows']} rows, {rec['create_seconds']:.1f}s)"
                     if rec["status"] == "created" else ""))
         # the initial contents are checked like every batch's
         for v in views:
-            names = [created[(v.name, d)] for d in self.options.depths if (v.name, d) in created]
+            names = [created[(v.name, x)] for x in self.options.variants() if (v.name, x) in created]
             if names:
                 try:
                     df = self.spark.sql(v.query)
@@ -279,15 +319,16 @@ class _Bench:
         groups: Dict[str, Dict] = {}
         line = []
         for v in views:
-            for depth in o.depths:
-                name = created.get((v.name, depth))
+            for variant in o.variants():
+                name = created.get((v.name, variant))
                 if name is None:
                     continue
-                rec = self._measure(bkey, batch, v, method_name(depth), groups,
+                rec = self._measure(bkey, batch, v, variant.method, groups,
                                     lambda: self.vl.refresh(name))
                 if "error" not in rec:
                     rec["phases"] = self.vl.load(name).manifest.latest().stats
-                line.append(f"{v.name}/{depth_label(depth)} {rec['seconds']:.2f}s")
+                    rec["engine"] = rec["phases"].get("engine")
+                line.append(f"{v.name}/{variant.label} {rec['seconds']:.2f}s")
             spark_dir = os.path.join(self.warehouse, "_recompute", v.name)
             spark_ok = False
             if SPARK in o.baselines:
@@ -303,7 +344,7 @@ class _Bench:
                 if "error" not in rec:
                     rec["result_rows"] = holder["r"][1].num_rows
                 line.append(f"{v.name}/duckdb {rec['seconds']:.2f}s")
-            names = [created[(v.name, d)] for d in o.depths if (v.name, d) in created]
+            names = [created[(v.name, x)] for x in o.variants() if (v.name, x) in created]
             if checked and names:
                 try:
                     if spark_ok:
@@ -378,11 +419,11 @@ class _Bench:
         self.results["checks"]["failures"].append(message)
 
     def _sizes(self, scale, size, created):
-        for (view, depth), name in created.items():
+        for (view, variant), name in created.items():
             loaded = self.vl.load(name)
             maps = {m: metrics.delta_live_bytes(loaded.map_path(m)) for m in loaded.spec["maps"]}
             self.results["sizes"].append({
-                "scale": scale, "batch_size": size, "view": view, "method": method_name(depth),
+                "scale": scale, "batch_size": size, "view": view, "method": variant.method,
                 "maps": len(maps), "map_bytes": sum(maps.values()), "map_bytes_by_map": maps,
                 "result_bytes": metrics.delta_live_bytes(loaded.result_path),
                 "directory_bytes": metrics.directory_bytes(loaded.entry.location)})
@@ -421,6 +462,9 @@ def summarize(measurements: List[Dict]) -> List[Dict]:
             "spark_input_bytes": med_of("input_bytes"),
             "spark_shuffle_read_bytes": med_of("shuffle_read_bytes"),
             "spark_jobs": med_of("jobs"),
+            "spark_stages": med_of("stages"),
+            "spark_tasks": med_of("tasks"),
+            "engines": sorted({m.get("engine") or "" for m in ms} - {""}),
             "map_rows_read": _median_or_none([_map_rows(m, 3) for m in ms]),
             "map_rows_kept": _median_or_none([_map_rows(m, 5) for m in ms]),
         })

@@ -88,8 +88,9 @@ class Translator:
             node.set("this", inner)
             return node, cols
         if isinstance(node, exp.Union):
-            if node.args.get("distinct"):
-                raise NotLocal("UNION (distinct)")
+            if node.args.get("distinct") or type(node) is not exp.Union:
+                raise NotLocal(f"{type(node).__name__.upper()} (other than UNION ALL)")
+            _only(node, {"this", "expression", "distinct", "with_"}, "UNION")
             left, lcols = self.query(node.this, ctes)
             right, rcols = self.query(node.expression, ctes)
             if len(lcols) != len(rcols):
@@ -125,8 +126,7 @@ class Translator:
 
     def _relation(self, item: exp.Expression, ctes) -> Tuple[str, Columns, exp.Expression]:
         if isinstance(item, exp.Table):
-            if item.args.get("db") or item.args.get("catalog"):
-                raise NotLocal(f"table {item.sql()}")
+            _only(item, {"this", "alias"}, f"table {item.sql()}")
             name = item.name.lower()
             cols = ctes.get(name) if name in ctes else self.tables.get(name)
             if cols is None:
@@ -186,9 +186,14 @@ class Translator:
         having = node.args.get("having")
         if having is not None:
             having.set("this", self._bool(having.this, scope))
-        for unsupported in ("order", "limit", "offset", "qualify", "laterals", "pivots"):
-            if node.args.get(unsupported):
-                raise NotLocal(f"{unsupported.upper()} in a plan query")
+        _only(node, {"expressions", "from_", "joins", "where", "group", "having", "distinct",
+                     "with_"}, "SELECT")
+        if node.args.get("distinct") is not None:
+            _only(node.args["distinct"], set(), "SELECT DISTINCT")
+        if group is not None:
+            _only(group, {"expressions"}, "GROUP BY")
+        for join in joins:
+            _only(join, {"this", "on", "side", "kind"}, "JOIN")
         return node, out
 
     # -- expressions -----------------------------------------------------------------------
@@ -202,6 +207,7 @@ class Translator:
         method = getattr(self, f"_e_{type(node).__name__}", None)
         if method is None:
             raise NotLocal(f"{_describe(node)}")
+        _check_args(node)
         return method(node, scope)
 
     def _e_Paren(self, node, scope):
@@ -241,6 +247,12 @@ class Translator:
     def _arith(self, node, scope, op: str):
         left, lt = self.expr(node.this, scope)
         right, rt = self.expr(node.expression, scope)
+        # Spark types an integer literal next to a decimal by its digits (3 is decimal(1,0),
+        # not int's decimal(10,0)): DecimalPrecision with literalPickMinimumPrecision
+        if rt.is_decimal and lt.is_integral:
+            lt = _literal_decimal(node.this) or lt
+        if lt.is_decimal and rt.is_integral:
+            rt = _literal_decimal(node.expression) or rt
         out = T.arithmetic(op, lt, rt)
         if op == "/" and out.is_decimal:
             return self._decimal_divide(left, lt, right, rt, out), out
@@ -371,7 +383,8 @@ class Translator:
         inner, _ = self.expr(node.this, scope)
         if not isinstance(node.expression, exp.Null):
             raise NotLocal(f"IS {node.expression.sql('spark')}")
-        return exp.Is(this=_paren(inner), expression=exp.Null()), T.BOOLEAN
+        out = exp.Is(this=_paren(inner), expression=exp.Null())
+        return (exp.Not(this=_paren(out)) if node.args.get("negate") else out), T.BOOLEAN
 
     def _e_In(self, node, scope):
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
@@ -400,7 +413,8 @@ class Translator:
             raise NotLocal("LIKE with a pattern that is not a string literal")
         # Spark's LIKE escapes with a backslash; DuckDB's has no escape character unless given
         like = exp.Like(this=_paren(value), expression=exp.Literal.string(pattern.this))
-        return exp.Escape(this=like, expression=exp.Literal.string("\\")), T.BOOLEAN
+        out = exp.Escape(this=like, expression=exp.Literal.string("\\"))
+        return (exp.Not(this=_paren(out)) if node.args.get("negate") else out), T.BOOLEAN
 
     # conditionals -----------------------------------------------------------------------------
     def _branches(self, values: Sequence[Tuple[exp.Expression, SparkType]]):
@@ -436,6 +450,13 @@ class Translator:
         values = [self.expr(a, scope) for a in [node.this] + list(node.expressions)]
         cast, out = self._branches(values)
         return exp.Coalesce(this=cast[0], expressions=cast[1:]), out
+
+    def _e_Nullif(self, node, scope):
+        value, t = self.expr(node.this, scope)
+        other, ot = self.expr(node.expression, scope)
+        _comparable(t, ot, node)
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=_paren(value), expression=_paren(other)),
+                                    true=_cast(exp.Null(), t))], default=value.copy()), t
 
     # casts ----------------------------------------------------------------------------------
     def _e_Cast(self, node, scope):
@@ -594,6 +615,43 @@ class Translator:
                             order=exp.Order(expressions=ordered) if ordered else None,
                             spec=spec.copy() if spec is not None else None)
         return _cast(window, out), out
+
+
+#: arguments a node may carry that the rewrite reads (or that do not change what Spark
+#: computes: sqlglot's flags for dialect quirks the rewrite decides itself, such as `safe`
+#: division, handled by the ANSI setting); a node with any other argument set is refused, so
+#: that no modifier is ever dropped silently
+_NEUTRAL = {"this", "expression", "expressions", "safe", "typed", "big_int", "over", "is_nvl",
+            "is_null", "coalesce"}
+_ARGS = {
+    exp.Like: {"negate"}, exp.Is: {"negate"}, exp.Case: {"ifs", "default"},
+    exp.If: {"true", "false"}, exp.Between: {"low", "high"}, exp.Column: {"table"},
+    exp.Literal: {"is_string"}, exp.Cast: {"to"}, exp.TryCast: {"to"},
+    exp.Substring: {"start", "length"}, exp.TsOrDsAdd: {"unit"}, exp.DateDiff: {"unit"},
+    exp.Window: {"partition_by", "order", "spec"},
+}
+
+
+def _only(node: exp.Expression, allowed, what: str) -> None:
+    extra = [k for k, v in node.args.items() if k not in allowed and v not in (None, False, [])]
+    if extra:
+        raise NotLocal(f"{what} with {', '.join(sorted(extra))}")
+
+
+def _check_args(node: exp.Expression) -> None:
+    allowed = _NEUTRAL | _ARGS.get(type(node), set())
+    extra = [k for k, v in node.args.items() if k not in allowed and v not in (None, False, [])]
+    if extra:
+        raise NotLocal(f"{_describe(node)} with {', '.join(sorted(extra))}")
+
+
+def _literal_decimal(node: exp.Expression) -> Optional[SparkType]:
+    """decimal(digits, 0) for an integer literal (possibly negated or parenthesized)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+        return T.decimal(max(1, len(node.this.lstrip("0")) or 1), 0)
+    return None
 
 
 def _positive_literal(node, zero: bool = False) -> bool:

@@ -1,0 +1,119 @@
+"""Hot maps (viewlet.local.hotmaps) without Spark: lookups return every row of the looked-up
+keys (NULL keys included when asked), deltas and folds keep each key's sum, the cache keeps
+only exact versions and stays within its budget."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import defaultdict
+
+import pyarrow as pa
+import pytest
+
+from viewlet.local.hotmaps import HotMap, HotMaps
+
+SCHEMA = pa.schema([("k0", pa.int64()), ("k1", pa.date32()), ("k2", pa.string()),
+                    ("__v", pa.int64()), ("v1", pa.decimal128(38, 2))])
+
+
+def _rows(rng, n, keys=40):
+    data = []
+    for _ in range(n):
+        row = {"k0": None if rng.random() < 0.05 else rng.randint(0, keys),
+               "k1": dt.date(2020, 1, 1) + dt.timedelta(days=rng.randint(0, 9)),
+               "k2": rng.choice(["a", "b", None]), "__v": rng.choice([1, -1, 2])}
+        # a map's value columns sum the rows its count counts: a key's value per row is
+        # fixed, so a count of 0 means values of 0, as in every real map
+        value = hash((row["k0"], row["k1"], row["k2"])) % 1000 - 500
+        data.append(dict(row, v1=row["__v"] * value))
+    return pa.Table.from_pylist(data, schema=SCHEMA)
+
+
+def _sums(table: pa.Table, where=lambda r: True):
+    out = defaultdict(lambda: [0, 0])
+    for r in table.to_pylist():
+        if where(r):
+            key = (r["k0"], r["k1"], r["k2"])
+            out[key][0] += r["__v"]
+            out[key][1] += r["v1"]
+    return {k: tuple(v) for k, v in out.items() if v != [0, 0]}
+
+
+def _hot(rows):
+    return HotMap("/maps/m", 1, rows, ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lookups_return_every_row_of_the_keys(seed):
+    rng = random.Random(seed)
+    hot = _hot(_rows(rng, 500))
+    for version in range(2, 6):
+        hot.apply(_rows(rng, 40), version)          # a tail of deltas
+        everything = hot.all_rows()
+        wanted0 = set(rng.sample(range(45), 6))
+        wanted1 = {dt.date(2020, 1, 1) + dt.timedelta(days=d) for d in rng.sample(range(12), 4)}
+        with_null = rng.random() < 0.5
+        lookups = {"k0": (wanted0, with_null), "k1": (wanted1, False)}
+
+        def match(r):
+            return (r["k0"] in wanted0 or (with_null and r["k0"] is None)) and r["k1"] in wanted1
+
+        got = hot.lookup(lookups)
+        assert _sums(got, match) == _sums(everything, match)     # nothing of theirs missing
+        assert all(match(r) for r in got.to_pylist())             # and nothing else here
+    assert hot.version == 5
+
+
+def test_a_lookup_by_a_column_that_cannot_be_indexed_filters_exactly():
+    rng = random.Random(3)
+    hot = _hot(_rows(rng, 300))
+    got = hot.lookup({"k2": ({"a"}, True)})
+    assert got.num_rows and all(r["k2"] in ("a", None) for r in got.to_pylist())
+    assert _sums(got) == _sums(hot.all_rows(), lambda r: r["k2"] in ("a", None))
+
+
+def test_values_that_do_not_convert_give_a_superset():
+    hot = _hot(_rows(random.Random(4), 100))
+    got = hot.lookup({"k0": ({"not a number"}, False)})
+    assert got.num_rows == hot.rows                 # cannot filter: every row, callers join
+
+
+def test_folding_keeps_every_sum_and_drops_zero_rows(monkeypatch):
+    from viewlet.local import hotmaps
+    monkeypatch.setattr(hotmaps, "FOLD_MIN_ROWS", 100)
+    rng = random.Random(5)
+    base = _rows(rng, 200)
+    hot = _hot(base)
+    expected = _sums(base)
+    folds = 0
+    for version in range(2, 12):
+        delta = _rows(rng, 150)
+        hot.apply(delta, version)
+        for k, v in _sums(delta).items():
+            old = expected.get(k, (0, 0))
+            expected[k] = (old[0] + v[0], old[1] + v[1])
+        # a key whose support (__v) sums to 0 is gone, whatever its other columns say
+        live = {k: v for k, v in _sums(hot.all_rows()).items() if v[0] != 0}
+        assert live == {k: v for k, v in expected.items() if v[0] != 0}
+        if not hot.tail:                               # folded: one row per live key
+            folds += 1
+            keys = [(r["k0"], r["k1"], r["k2"]) for r in hot.base.to_pylist()]
+            assert len(keys) == len(set(keys))
+            assert all(r["__v"] != 0 for r in hot.base.to_pylist())
+    assert folds >= 2 and hot.version == 11
+
+
+def test_the_cache_keeps_exact_versions_within_its_budget():
+    rng = random.Random(6)
+    maps = [HotMap(f"/maps/m{i}", 3, _rows(rng, 300), ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+            for i in range(4)]
+    size = maps[0].nbytes
+    cache = HotMaps(budget=int(size * 2.5))
+    for m in maps:
+        assert cache.put(m)
+    assert cache.used() <= cache.budget
+    assert cache.get("/maps/m0", 3) is None and cache.get("/maps/m3", 3) is maps[3]   # LRU out
+    assert cache.get("/maps/m3", 4) is None              # another version: dropped
+    assert cache.peek("/maps/m3") is None
+    assert not HotMaps(budget=10).put(maps[1])           # larger than the whole budget
+    assert HotMaps(budget=0).fits(1) is False
