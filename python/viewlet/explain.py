@@ -50,6 +50,7 @@ def explain_execution(view) -> str:
     """EXPLAIN's second part: where batches run (runtime/targets.py) and the batch plan
     every target evaluates, for a batch that changes every relation."""
     from .runtime import targets
+    from .spark.lower import SUB_PREFIX
     mode = targets.setting(view)
     source = "view option engine" if view.spec.get("engine") else \
         f"session setting {targets.ENGINE_CONF}" if mode != targets.AUTO else "default"
@@ -76,7 +77,7 @@ def explain_execution(view) -> str:
     for i, phase in enumerate(plan.phases, 1):
         shared = sum(1 for c in (phase.tree.args.get("with_").expressions
                                  if phase.tree.args.get("with_") else [])
-                     if c.alias_or_name.startswith("cse"))
+                     if c.alias_or_name.startswith(SUB_PREFIX))
         lines.append(f"    query {i}: triggers {', '.join(phase.relations)}; {len(phase.blocks)} "
                      f"block(s), {shared} shared subquer{'y' if shared == 1 else 'ies'}")
         reads = sorted({_leaf_text(view, leaf) for leaf in phase.leaves.values()})

@@ -5,7 +5,7 @@ Viewlet, evaluates scalars, so their semantics (types, NULLs, ANSI errors) are S
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Dict, Iterable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -78,14 +78,25 @@ class Scalar:
         return Scalar(self._ast.copy().transform(swap))
 
     def to_sql(self, column_sql: Callable[[str], str]) -> str:
-        """Render as Spark SQL, with `column_sql(var)` giving the SQL for each variable."""
+        """Render as Spark SQL, with `column_sql(var)` giving the SQL for each variable.
+        Memoized: lowering renders the same scalar over the same columns once per monomial,
+        and parsing and generating SQL is most of what lowering a wide join costs."""
+        bound = tuple((v, column_sql(v)) for v in sorted(self._vars))
+        key = (self._key, bound)
+        text = _RENDERED.get(key)
+        if text is None:
+            fragments = dict(bound)
 
-        def swap(node):
-            if isinstance(node, exp.Column):
-                return exp.Paren(this=sqlglot.parse_one(column_sql(node.name), read="spark"))
-            return node
+            def swap(node):
+                if isinstance(node, exp.Column):
+                    return exp.Paren(this=_parsed(fragments[node.name]))
+                return node
 
-        return self._ast.copy().transform(swap).sql(dialect="spark")
+            text = self._ast.copy().transform(swap).sql(dialect="spark")
+            if len(_RENDERED) > _MEMO_SIZE:
+                _RENDERED.clear()
+            _RENDERED[key] = text
+        return text
 
     def __eq__(self, other):
         return isinstance(other, Scalar) and other._key == self._key
@@ -95,6 +106,21 @@ class Scalar:
 
     def __repr__(self):
         return self._key
+
+
+_MEMO_SIZE = 100_000
+_RENDERED: Dict[tuple, str] = {}
+_PARSED: Dict[str, exp.Expression] = {}
+
+
+def _parsed(sql: str) -> exp.Expression:
+    """A Spark SQL fragment parsed once (a copy each time: trees are mutable)."""
+    tree = _PARSED.get(sql)
+    if tree is None:
+        if len(_PARSED) > _MEMO_SIZE:
+            _PARSED.clear()
+        tree = _PARSED[sql] = sqlglot.parse_one(sql, read="spark")
+    return tree.copy()
 
 
 def conjuncts(node: exp.Expression) -> Iterable[exp.Expression]:

@@ -26,8 +26,14 @@ def _ident(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
+_TYPES: Dict[str, exp.DataType] = {}
+
+
 def _cast(node: exp.Expression, to: SparkType) -> exp.Expression:
-    return exp.Cast(this=node, to=exp.DataType.build(to.duck_sql(), dialect="duckdb"))
+    text = to.duck_sql()
+    if text not in _TYPES:              # parsing a type costs more than the rest of a cast
+        _TYPES[text] = exp.DataType.build(text, dialect="duckdb")
+    return exp.Cast(this=node, to=_TYPES[text].copy())
 
 
 def _paren(node: exp.Expression) -> exp.Expression:
@@ -309,7 +315,7 @@ class Translator:
         shift = out.scale - da.scale + db.scale
         if shift < 0 or out.scale > 30:
             raise NotLocal(f"decimal division into {out.spark_sql()}")
-        hugeint = exp.DataType.build("HUGEINT", dialect="duckdb")
+        hugeint = exp.DataType(this=exp.DataType.Type.INT128)
 
         def unscaled(node, t):
             scaled = exp.Mul(this=_cast(node, T.decimal(38, t.scale)),

@@ -28,7 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..compiler.program import Program
-from .cse import share_subqueries
+from .cse import ordered_ctes
 from ..spark.lower import (LEAF_PREFIX, AtomSource, LeafBuilder, Lookups, Select, Sql, SqlBuilder,
                            freeze_lookups, monomial_select, q)
 
@@ -59,6 +59,11 @@ class Block:
     keys: List[Tuple[str, str]]             # (block key column, Spark type)
     members: List[Member]
     types: Dict[str, str] = field(default_factory=dict)   # output column -> Spark type
+    #: block column (key or member output) -> the packed column holding it (`_slots`)
+    slots: Dict[str, str] = field(default_factory=dict)
+
+    def own_columns(self) -> List[Tuple[str, str]]:
+        return list(self.keys) + [(m.out, self.types[m.out]) for m in self.members]
 
 
 @dataclass
@@ -71,10 +76,12 @@ class Phase:
     relations: List[str]               # the triggers it runs
 
     def columns(self) -> List[Tuple[str, str]]:
-        out = []
+        """The packed columns: per Spark type, as many as the block using most of them."""
+        out: Dict[str, str] = {}
         for b in self.blocks:
-            out += [(k, t) for k, t in b.keys] + [(m.out, b.types[m.out]) for m in b.members]
-        return out
+            for col, t in b.own_columns():
+                out.setdefault(b.slots[col], t)
+        return list(out.items())
 
     @cached_property
     def spark_text(self) -> str:
@@ -149,15 +156,17 @@ def build_plan(view, changed: Sequence[str], active: Sequence[str]) -> BatchPlan
     non-empty delta: one phase, or one per trigger when later triggers would recompute an
     earlier trigger's deltas too often."""
     refs: Dict[str, int] = {}
-    plan = _build_plan(view, changed, active, False, refs)
+    parts, targets = _build_plan(view, changed, active, False, refs)
     if any(n > MAX_PENDING_READS for n in refs.values()):
-        plan = _build_plan(view, changed, active, True, {})
-    return plan
+        parts, targets = _build_plan(view, changed, active, True, {})
+    # parsed only now, once: the texts of the plan chosen
+    return BatchPlan([phase for p in parts for phase in _queries(*p)], targets)
 
 
-def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> BatchPlan:
+def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]):
+    """The plan's phases as texts: (leaves, CTEs, blocks, triggers) each; the maps written."""
     program: Program = view.compiled.program
-    phases: List[Phase] = []
+    phases: List[tuple] = []
     pending: Dict[str, List[tuple]] = {}
     processed: Set[str] = set()
     targets: List[str] = []
@@ -165,7 +174,8 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
 
     def close():
         nonlocal sb, ctes, blocks, rels
-        phases.extend(_queries(dict(sb.params), dict(ctes), blocks, rels))
+        shared = [(name, text) for text, name in sb.shared.items()]
+        phases.append((dict(sb.params), dict(shared + ctes), blocks, rels))
         sb, ctes, blocks, rels = LeafBuilder(), [], [], []
 
     for rel in changed:
@@ -181,7 +191,7 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
         for s, sel in members:
             shapes.setdefault(sel.shape(), []).append((s, sel))
         new_pending: Dict[str, List[tuple]] = {}
-        tag0 = sum(len(p.blocks) for p in phases) + len(blocks)
+        tag0 = sum(len(p[2]) for p in phases) + len(blocks)
         for i, group in enumerate(shapes.values()):
             name = f"b{tag0 + i}"
             text, block, pieces = _block(view, name, tag0 + i, group)
@@ -203,7 +213,7 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]) -> Bat
             pending.setdefault(target, []).extend(pieces)
         processed.add(rel)
     close()
-    return BatchPlan(phases, targets)
+    return phases, targets
 
 
 #: a phase with more blocks than this runs as several Spark queries, each with only the CTEs
@@ -228,11 +238,12 @@ def _queries(params: Dict[str, Leaf], ctes: Dict[str, str], blocks: List[Block],
                 needed.add(name)
                 todo += list(reads[name])
         phase = Phase(None, {}, chunk, list(relations))
+        _slots(chunk)
         tree = sqlglot.parse_one(_packed(phase), read="spark")
-        tree.set("with_", exp.With(expressions=[
+        tree.set("with_", exp.With(expressions=ordered_ctes([
             exp.CTE(this=trees[n].copy(), alias=exp.TableAlias(this=exp.to_identifier(n)))
-            for n in ctes if n in needed]))
-        phase.tree = share_subqueries(tree)
+            for n in ctes if n in needed])))
+        phase.tree = tree
         used = {t.name[len(LEAF_PREFIX):] for t in phase.tree.find_all(exp.Table)
                 if t.name.startswith(LEAF_PREFIX)}
         phase.leaves = {k: leaf for k, leaf in params.items() if k in used}
@@ -286,18 +297,31 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
     return text, Block(tag, keys, members, types), pieces
 
 
+def _slots(blocks: List[Block]):
+    """Packed columns for the blocks' columns: a block's n-th column of a Spark type goes to
+    that type's n-th packed column, so the packed width is what the widest block needs of
+    each type, not the sum over blocks (TPC-H Q8's hundreds of blocks made a query of
+    blocks x columns casts, most of them NULL)."""
+    for b in blocks:
+        used: Dict[str, int] = {}
+        for col, t in b.own_columns():
+            n = used.get(t, 0)
+            used[t] = n + 1
+            b.slots[col] = "c_" + "".join(ch if ch.isalnum() else "_" for ch in t) + f"_{n}"
+
+
 def _packed(plan: Phase) -> str:
-    """Every block's rows side by side in one UNION ALL (each block fills its own columns,
-    NULL elsewhere, tagged with its index): one collect for the batch. Rows are summed by
-    key on the driver: a GROUP BY per block would cost Spark a shuffle stage each."""
+    """Every block's rows in one UNION ALL (each block fills the packed columns of its
+    columns, NULL elsewhere, tagged with its index): one collect for the batch. Rows are
+    summed by key on the driver: a GROUP BY per block would cost Spark a shuffle stage each."""
     columns = plan.columns()
     parts = []
     for b in plan.blocks:
         own = {}
         for j, (col, t) in enumerate(b.keys):
-            own[col] = f"CAST({q(f'g{j}')} AS {t})"
+            own[b.slots[col]] = f"CAST({q(f'g{j}')} AS {t})"
         for i, m in enumerate(b.members):
-            own[m.out] = f"CAST({q(f'v{i}')} AS {b.types[m.out]})"
+            own[b.slots[m.out]] = f"CAST({q(f'v{i}')} AS {b.types[m.out]})"
         cols = [f"{own[c]} AS {q(c)}" if c in own else f"CAST(NULL AS {t}) AS {q(c)}"
                 for c, t in columns]
         parts.append(f"(SELECT CAST({b.tag} AS INT) AS {TAG}, {', '.join(cols)} FROM b{b.tag})")

@@ -161,9 +161,10 @@ def split_packed(view, plan: Phase, packed: pa.Table) -> Dict[str, List[pa.Table
             cols = {}
             for block_col, key in zip(m.keys, schema.keys):
                 j = int(block_col[1:])
-                cols[key] = rows.column(f"p{b.tag}_g{j}").cast(arrow_types.field(key).type)
+                packed_col = b.slots[f"p{b.tag}_g{j}"]
+                cols[key] = rows.column(packed_col).cast(arrow_types.field(key).type)
             for c in schema.values:
-                cols[c] = rows.column(m.out) if c == m.column else \
+                cols[c] = rows.column(b.slots[m.out]) if c == m.column else \
                     pa.nulls(rows.num_rows, arrow_types.field(c).type)
             pieces.setdefault(m.target, []).append(pa.table(cols, schema=arrow_types))
     return pieces

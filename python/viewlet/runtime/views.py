@@ -24,7 +24,7 @@ from ..sql.multisets import AVG_DISTINCT
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
-from . import chain, drift, faults, hot, maps
+from . import chain, drift, faults, hot, initial_load, maps
 from .catalog import Entry
 from .determinism import reject_nondeterministic
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -199,15 +199,18 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 maps_json[m.name] = dict(schema.to_json(),
                                          cluster=maps.cluster_order(compiled.program, m.name))
                 parts[m.name] = frame
-        # One job per map: maps can be as large as the base tables, and one packed collect
-        # of all of them (fine for a batch's small deltas) would hold every map at once.
+        # Small bases: every map in one Spark job; else one job per map, so that the driver
+        # holds one map at a time (runtime/initial_load.py).
         txn = (f"viewlet:{view_id}", 0)
         kept = set(multiset_params(spec)) | {compiled.program.view_map}
         kept_data: Dict[str, pa.Table] = {}    # what the result rows are derived from
         warm: Dict[str, pa.Table] = {}         # maps kept hot in memory for the batches
-        for i, (part, frame) in enumerate(parts.items(), 1):
+        arrow = {part: arrow_schema(MapSchema(maps_json[part]["keys"], maps_json[part]["key_types"],
+                                              maps_json[part]["values"]).struct())
+                 for part in parts}
+        loaded = initial_load.collect(parts, arrow, _base_rows(ctx, compiled, versions))
+        for i, (part, data) in enumerate(loaded, 1):
             progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
-            data = frame_arrow(frame)
             written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
                                          maps_json[part]["keys"], maps_json[part]["cluster"], txn)
             if part in kept:
@@ -250,6 +253,18 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     _keep_hot(ctx, name, warm)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
+
+
+def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
+    """Rows of the base tables at the versions a view is loaded at (from Delta statistics;
+    a table without them counts as large)."""
+    total = 0
+    for rel, version in versions.items():
+        snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
+        if snap.stats is None:
+            return 1 << 62
+        total += sum(s.rows or 0 for s in snap.stats)
+    return total
 
 
 def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):

@@ -70,14 +70,33 @@ class SqlBuilder:
     def reference(self, name: str) -> str:
         return "{" + name + "}"
 
+    def sub(self, text: str) -> str:
+        """A subquery as a FROM item (then `AS alias`)."""
+        return f"({text})"
+
 
 class LeafBuilder(SqlBuilder):
-    """A SqlBuilder for batch plans: each leaf is a table named LEAF_PREFIX + parameter, so
-    the plan's text is plain SQL that parses into a tree (plan/batch.py), which each target
-    emits with its own bindings."""
+    """A SqlBuilder for batch plans: each leaf is a table named LEAF_PREFIX + parameter, and
+    each subquery a CTE of its own, named once per distinct text (lowering repeats the same
+    subquery once per monomial that reads it: TPC-H Q20 eighty of them, Q17a one twelve
+    times), so the plan's text is a flat list of small queries that parses once into a tree
+    (plan/batch.py), which each target emits with its own bindings."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared: Dict[str, str] = {}          # subquery text -> its CTE name
 
     def reference(self, name: str) -> str:
         return q(LEAF_PREFIX + name)
+
+    def sub(self, text: str) -> str:
+        name = self.shared.get(text)
+        if name is None:
+            name = self.shared[text] = f"{SUB_PREFIX}{len(self.shared)}"
+        return name
+
+
+SUB_PREFIX = "sq"
 
 
 def _is_frame(x) -> bool:
@@ -104,7 +123,7 @@ class AtomSource:
 
 
 def _from(item, sb: SqlBuilder) -> str:
-    return f"({item.text})" if isinstance(item, Sql) else sb.frame(item)
+    return sb.sub(item.text) if isinstance(item, Sql) else sb.frame(item)
 
 
 @dataclass
@@ -236,8 +255,9 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         elif isinstance(atom, Groups):
             keys = [f"d{j}" for j in range(len(atom.vars))]
             inner = lower_query(atom.query, source, sb, keys, "__g", aggregate=True)
-            froms.append(f"(SELECT {', '.join(q(k) for k in keys) or '1 AS unit'} FROM ({inner}) AS gg "
-                         f"WHERE {q('__g')} <> 0) AS {alias}")
+            groups = (f"SELECT {', '.join(q(k) for k in keys) or '1 AS unit'} FROM "
+                      f"{sb.sub(inner)} AS gg WHERE {q('__g')} <> 0")
+            froms.append(f"{sb.sub(groups)} AS {alias}")
             for k, var in zip(keys, atom.vars):
                 if var in binding:             # GROUP BY groups: NULL is a key
                     joins.append(f"{binding[var]} <=> {alias}.{q(k)}")
@@ -246,8 +266,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         elif isinstance(atom, Domain):
             keys = [f"d{j}" for j in range(len(atom.vars))]
             inner = lower_query(atom.query, source, sb, keys, "__d", aggregate=False)
-            froms.append(f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({inner}) AS dd)"
-                         f" AS {alias}")
+            domain = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM {sb.sub(inner)} AS dd"
+            froms.append(f"{sb.sub(domain)} AS {alias}")
             for k, var in zip(keys, atom.vars):
                 if var in binding:             # a superset of the touched keys: NULL too
                     joins.append(f"{binding[var]} <=> {alias}.{q(k)}")
@@ -286,12 +306,14 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         inner = _select(froms, joins + conds, [f"{binding[v]} AS {q(c)}" for v, c in cols.items()]
                         + [f"{_product(mults, 1)} AS {q(MULT)}"])
         base = f"s{stage}"
-        text = f"({inner}) AS {base}"
+        enclosing = sb.sub(inner)
+        text = f"{enclosing} AS {base}"
         for n, atom in enumerate(nested):
             nalias = f"n{stage}_{n}"
             eq = "=" if _range_restricted(atom) and not atom.null_safe else "<=>"
             inherited = {g: origin[g] for g in atom.inputs if g in origin}
-            text += f" LEFT JOIN ({_nested_sql(atom, inner, cols, source, sb, inherited)}) AS {nalias} ON " + (
+            value = sb.sub(_nested_sql(atom, enclosing, cols, source, sb, inherited))
+            text += f" LEFT JOIN {value} AS {nalias} ON " + (
                 " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(cols[g])}" for g in atom.inputs)
                 or "TRUE")
         froms, joins, conds, mults = [text], [], [], [f"{base}.{q(MULT)}"]
@@ -338,7 +360,8 @@ def _range_restricted(atom: Nested) -> bool:
 
 
 def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origins) -> str:
-    """The nested query's value per distinct binding of its inputs in the enclosing rows.
+    """The nested query's value per distinct binding of its inputs in the enclosing rows
+    (`enclosing`: those rows as a FROM item).
     `inherited`: batch origins of inputs in the enclosing query (only those input values
     are looked up, so maps the nested query reads by them are read by lookup too)."""
     inputs = list(atom.inputs)
@@ -347,23 +370,23 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
     if not atom.query.monomials:
         empty = "CAST(0 AS BIGINT)" if EMPTY_VALUE[atom.kind] == 0 else "NULL"
         return (f"SELECT DISTINCT {', '.join(q(k) for k in keys) + ', ' if keys else ''}"
-                f"{empty} AS {q(NESTED)} FROM ({enclosing}) AS e")
+                f"{empty} AS {q(NESTED)} FROM {enclosing} AS e")
     if _range_restricted(atom):
         # Every monomial binds the inputs itself: aggregate per input, no enclosing rows
         # needed (the LEFT JOIN back uses SQL `=`, so NULL inputs get 0, as correlation does).
         parts = [lower_monomial(m, atom.query.group, source, sb, out_keys, NESTED,
                                 origins=inherited) for m in atom.query.monomials]
-        return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys)
+        return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys, sb)
     window = _threshold_sums(atom, enclosing, cols, source, sb)
     if window is not None:
         return window
     pre = None
     if inputs:
-        domain = f"(SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM ({enclosing}) AS e) AS inp"
-        pre = (domain, {g: f"inp.{q(cols[g])}" for g in inputs})
+        domain = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM {enclosing} AS e"
+        pre = (f"{sb.sub(domain)} AS inp", {g: f"inp.{q(cols[g])}" for g in inputs})
     parts = [lower_monomial(m, atom.query.group, source, sb, out_keys, NESTED, pre,
                             origins=inherited) for m in atom.query.monomials]
-    return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys)
+    return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys, sb)
 
 
 #: a multiset kind's value over the values with a positive count (`{v}`: the value column)
@@ -371,7 +394,7 @@ MULTISET_SQL = {MIN: "MIN({v})", MAX: "MAX({v})", COUNT_DISTINCT: "COUNT({v})",
                 SUM_DISTINCT: "SUM({v})"}
 
 
-def _nested_value(atom: Nested, union: str, keys: Sequence[str]) -> str:
+def _nested_value(atom: Nested, union: str, keys: Sequence[str], sb: SqlBuilder) -> str:
     """SELECT keys, value per input binding from the UNION ALL of the nested query's rows:
     a sum of their values, or (multiset kinds: rows keyed by inputs and value) the kind's
     aggregate over the values whose counts add up to a positive number."""
@@ -379,23 +402,23 @@ def _nested_value(atom: Nested, union: str, keys: Sequence[str]) -> str:
     select_keys = key_list + ", " if keys else ""
     group = f" GROUP BY {key_list}" if keys else ""
     if atom.kind == SUM:
-        return f"SELECT {select_keys}SUM({q(NESTED)}) AS {q(NESTED)} FROM ({union}) AS u{group}"
-    return multiset_aggregate_sql([(atom.kind, NESTED)], union, keys, VAL, NESTED)
+        return f"SELECT {select_keys}SUM({q(NESTED)}) AS {q(NESTED)} FROM {sb.sub(union)} AS u{group}"
+    return multiset_aggregate_sql([(atom.kind, NESTED)], union, keys, VAL, NESTED, sb.sub)
 
 
 def multiset_aggregate_sql(outs: Sequence[Tuple[str, str]], rows: str, group: Sequence[str],
-                           value: str, count: str) -> str:
+                           value: str, count: str, sub=lambda text: f"({text})") -> str:
     """SELECT group..., out...: for each (kind, out), the kind's aggregate (MIN / MAX / COUNT
     / SUM of the distinct values; NULL, or 0 for a count, when no value has a positive count)
     of multiset `rows`, which are keyed by group and value and counted by `count` (summed
     here: rows of a map plus rows of its delta)."""
     key_list = ", ".join(q(k) for k in group)
     select_keys = key_list + ", " if group else ""
-    counted = (f"SELECT {select_keys}{q(value)}, SUM({q(count)}) AS __cnt FROM ({rows}) AS ms "
+    counted = (f"SELECT {select_keys}{q(value)}, SUM({q(count)}) AS __cnt FROM {sub(rows)} AS ms "
                f"GROUP BY {select_keys}{q(value)}")
     present = f"CASE WHEN __cnt > 0 THEN {q(value)} END"
     items = ", ".join(f"{MULTISET_SQL[kind].format(v=present)} AS {q(out)}" for kind, out in outs)
-    return (f"SELECT {select_keys}{items} FROM ({counted}) AS mc"
+    return (f"SELECT {select_keys}{items} FROM {sub(counted)} AS mc"
             + (f" GROUP BY {key_list}" if group else ""))
 
 
@@ -457,19 +480,19 @@ def _threshold_sums(atom: Nested, enclosing: str, cols, source, sb):
     for mono, k, op in parts:
         by_op.setdefault(op, []).append(lower_monomial(mono, [k], source, sb, ["__k"], NESTED))
     sums = []
-    domain = f"SELECT DISTINCT {c} AS __k FROM ({enclosing}) AS e WHERE {c} IS NOT NULL"
+    domain = sb.sub(f"SELECT DISTINCT {c} AS __k FROM {enclosing} AS e WHERE {c} IS NOT NULL")
     for op, selects in by_op.items():
         order, inputs_first = _WINDOW[op]
-        rows = " UNION ALL ".join(f"SELECT __k, {q(NESTED)} AS __val, 0 AS __inp FROM ({x}) AS r "
-                                  f"WHERE __k IS NOT NULL" for x in selects)
+        rows = " UNION ALL ".join(f"SELECT __k, {q(NESTED)} AS __val, 0 AS __inp FROM "
+                                  f"{sb.sub(x)} AS r WHERE __k IS NOT NULL" for x in selects)
         tie = "DESC" if inputs_first else "ASC"
-        sums.append(
-            f"SELECT __k AS {c}, __run AS {q(NESTED)} FROM (SELECT __k, __inp, SUM(__val) OVER "
-            f"(ORDER BY __k {order}, __inp {tie} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT "
-            f"ROW) AS __run FROM ({rows} UNION ALL SELECT __k, NULL, 1 FROM ({domain}) AS d) AS u) "
-            f"AS w WHERE __inp = 1")
+        both = sb.sub(f"{rows} UNION ALL SELECT __k, NULL, 1 FROM {domain} AS d")
+        running = sb.sub(f"SELECT __k, __inp, SUM(__val) OVER (ORDER BY __k {order}, __inp {tie} "
+                         f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __run FROM "
+                         f"{both} AS u")
+        sums.append(f"SELECT __k AS {c}, __run AS {q(NESTED)} FROM {running} AS w WHERE __inp = 1")
     union = " UNION ALL ".join(f"({x})" for x in sums)
-    return f"SELECT {c}, SUM({q(NESTED)}) AS {q(NESTED)} FROM ({union}) AS t GROUP BY {c}"
+    return f"SELECT {c}, SUM({q(NESTED)}) AS {q(NESTED)} FROM {sb.sub(union)} AS t GROUP BY {c}"
 
 
 def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
@@ -480,12 +503,12 @@ def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequ
     parts = [lower_monomial(m, query.group, source, sb, out_keys, out_value) for m in query.monomials]
     union = " UNION ALL ".join(f"({p})" for p in parts)
     if not aggregate:
-        return union if len(parts) == 1 else f"SELECT * FROM ({union}) AS u"
+        return union if len(parts) == 1 else f"SELECT * FROM {sb.sub(union)} AS u"
     keys = ", ".join(q(k) for k in out_keys)
     select_keys = f"{keys}, " if keys else ""
     group = f" GROUP BY {keys}" if keys else ""
     return (f"SELECT {select_keys}COALESCE(SUM({q(out_value)}), 0) AS {q(out_value)} "
-            f"FROM ({union}) AS u{group}")
+            f"FROM {sb.sub(union)} AS u{group}")
 
 
 def _number(c) -> str:
