@@ -85,8 +85,8 @@ def test_statistics_of_dates_strings_and_nulls(store, tmp_path):
 def test_rewrite_replaces_the_files_it_read_and_vacuum_keeps_pinned_versions(store, tmp_path):
     path = str(tmp_path / "m")
     store.create(path, _table(list(range(50))), txn=("t", 0), rows_per_file=20)     # v0: 3 files
-    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) is True           # v1
-    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) is False          # same txn
+    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) == 1              # v1
+    assert store.add_rows(path, _table([1, 2]), ("viewlet:x", 1)) is None           # same txn
     # A rewrite replaces the files of the version it read; later appends stay.
     assert store.rewrite(path, _table(list(range(10))), 0, 4) is True               # v2
     assert store.read_arrow(path).num_rows == 10 + 2

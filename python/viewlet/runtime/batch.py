@@ -3,7 +3,7 @@ target, split its packed result into every map's delta."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,11 +50,12 @@ def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
 
 
 # -- running a batch -----------------------------------------------------------------------
-def run_triggers(view, record: BatchRecord, stats: Dict,
-                 step: Callable[[str], None] = lambda text: None) -> Dict[str, pa.Table]:
+def run_triggers(view, record: BatchRecord, stats: Dict, progress=None) -> Dict[str, pa.Table]:
     """Every map's total delta for the batch, aggregated by its keys (zero rows dropped),
-    computed on the target the cost rule picks (runtime/targets.py)."""
+    computed on the target the cost rule picks (runtime/targets.py). `progress`: the
+    batch's Progress (steps; its spark() before Spark work)."""
     from . import targets
+    step = progress.step if progress is not None else (lambda text: None)
     program: Program = view.compiled.program
     changed = [r for r in program.relations() if record.ranges[r][1] > record.ranges[r][0]]
     deltas: Dict[str, pa.Table] = {}
@@ -87,6 +88,8 @@ def run_triggers(view, record: BatchRecord, stats: Dict,
             reason = f"the local target failed ({targets.failure_text(e)}); ran on Spark"
             stats["engine"], stats["engine_reason"] = targets.SPARK, reason
             step(reason)
+    if progress is not None:
+        progress.spark()
     return _run_spark(view, plan, record, deltas, stats)
 
 

@@ -52,9 +52,11 @@ def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys) -> pa.Tabl
     return read_keys(view.ctx.store, view.map_path(name), version, rows, keys)
 
 
-def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[pa.Table]):
+def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[pa.Table],
+                      committed: Optional[int] = None):
     """After batch `batch` wrote map `name` (from version `start`): apply `delta` to its hot
-    map and move it to the map's current version, or evict it."""
+    map and move it to the map's current version, or evict it. `committed`: the version our
+    write of `delta` made, when it says so (start + 1: nothing else came in between)."""
     ctx = view.ctx
     path = view.map_path(name)
     hot = ctx.hot_maps.peek(path)
@@ -62,6 +64,10 @@ def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[p
         return
     if hot.version != start:
         ctx.hot_maps.evict(path)
+        return
+    if committed is not None and committed == start + 1 and delta is not None and delta.num_rows:
+        hot.apply(delta, committed)
+        ctx.hot_maps.touched(path)
         return
     current = ctx.store.version(path)
     ours = others = 0

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 import pyarrow as pa
 
 from ..errors import ConcurrentUpdate
-from ..storage.base import Snapshot, TableStore
+from ..storage.base import TableStore
 
 _SCHEMA = pa.schema([
     ("batch", pa.int64()), ("phase", pa.string()), ("ranges", pa.string()),
@@ -24,7 +24,7 @@ _SCHEMA = pa.schema([
 ])
 
 _LOCK = threading.Lock()
-_READ: Dict[str, tuple] = {}      # manifest path -> (files read, their records)
+_READ: Dict[str, tuple] = {}      # manifest path -> (version read, its records)
 
 PLAN_TXN = "viewlet-plan"
 COMMIT_TXN = "viewlet-commit"
@@ -58,30 +58,39 @@ class Manifest:
         data = pa.Table.from_pylist([row], schema=_SCHEMA)
         if once:
             try:
-                return self.store.append_once(self.path, data, (once, rec.batch))
+                version = self.store.append_once(self.path, data, (once, rec.batch))
             except ConcurrentUpdate:    # the same txn committed concurrently: the other won
                 return False
+            if version is not None:
+                self._remember(version, _records(data))
+            return version is not None
         (self.store.create if create else self.store.append)(self.path, data)
         return True
 
-    def records(self) -> List[BatchRecord]:
-        # The manifest only ever gains files: read the ones added since the last call.
-        snap = self.store.snapshot(self.path)
+    def _remember(self, version: int, added: tuple):
+        """Our own commit `version` added these records: the cache follows without a read."""
         with _LOCK:
-            known, records = _READ.get(self.path, (frozenset(), ()))
-        if not known <= set(snap.files):
-            known, records = frozenset(), ()
-        new = [f for f in snap.files if f not in known]
-        if new:
-            part = Snapshot(snap.path, snap.version, tuple(new), snap.schema, snap.partition_columns)
-            rows = self.store.read_files(part).to_pylist()
-            records = tuple(records) + tuple(
-                BatchRecord(r["batch"], r["phase"],
-                            {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
-                            json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
-                for r in rows)
+            known = _READ.get(self.path)
+            if known is not None and known[0] == version - 1:
+                _READ[self.path] = (version, known[1] + added)
+
+    def records(self) -> List[BatchRecord]:
+        # The manifest only gains rows: read the ones added since the version read last.
+        version = self.store.version(self.path)
+        with _LOCK:
+            known = _READ.get(self.path)
+        if known is not None and known[0] == version:
+            records = known[1]
+        else:
+            added = self.store.appended_rows(self.path, known[0], version) \
+                if known is not None and known[0] < version else None
+            if added is not None:
+                records = known[1] + _records(added)
+            else:                        # first read (or a rewritten manifest): all of it
+                snap = self.store.snapshot(self.path, version)
+                records = _records(self.store.read_files(snap))
             with _LOCK:
-                _READ[self.path] = (frozenset(snap.files), records)
+                _READ[self.path] = (version, records)
         return sorted(records, key=lambda r: (r.batch, r.phase == "committed"))
 
     def start(self, versions: Dict[str, int], stats: Dict):
@@ -103,3 +112,10 @@ class Manifest:
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,
                                         planned.map_versions, stats), once=COMMIT_TXN)
+
+
+def _records(rows: pa.Table) -> tuple:
+    return tuple(BatchRecord(r["batch"], r["phase"],
+                             {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
+                             json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
+                 for r in rows.to_pylist())

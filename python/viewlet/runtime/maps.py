@@ -99,23 +99,43 @@ def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str],
 
 
 class MapLayout:
-    """What a map's files looked like after its last compaction (kept in batch stats)."""
+    """What a map's files looked like after its last compaction, and what batches appended
+    since (kept in batch stats, so that a batch needs no look at the map's files to know
+    whether a compaction is due)."""
 
-    def __init__(self, base_files: int, base_rows: int):
+    def __init__(self, base_files: int, base_rows: int, appended_files: Optional[int] = None,
+                 appended_rows: Optional[int] = None):
         self.base_files, self.base_rows = base_files, base_rows
+        self.appended_files, self.appended_rows = appended_files, appended_rows
 
     def to_json(self):
-        return {"base_files": self.base_files, "base_rows": self.base_rows}
+        out = {"base_files": self.base_files, "base_rows": self.base_rows}
+        if self.appended_files is not None:
+            out.update(appended_files=self.appended_files, appended_rows=self.appended_rows)
+        return out
 
     @classmethod
     def of(cls, stats: Optional[Dict], snap) -> "MapLayout":
         if stats:
-            return cls(stats["base_files"], stats["base_rows"])
-        return cls(len(snap.files), _rows(snap))
+            return cls(stats["base_files"], stats["base_rows"], stats.get("appended_files"),
+                       stats.get("appended_rows"))
+        return cls(len(snap.files), _rows(snap), 0, 0)
 
-    def due(self, snap) -> bool:
-        appended_files = len(snap.files) - self.base_files
-        appended_rows = _rows(snap) - self.base_rows
+    def counted(self) -> bool:
+        """Whether the appends since the last compaction were counted (layouts recorded
+        before batches counted them are not)."""
+        return self.appended_files is not None
+
+    def after_append(self, rows: int) -> "MapLayout":
+        return MapLayout(self.base_files, self.base_rows, (self.appended_files or 0) + 1,
+                         (self.appended_rows or 0) + rows)
+
+    def due(self, snap=None) -> bool:
+        if snap is None:
+            appended_files, appended_rows = self.appended_files, self.appended_rows
+        else:
+            appended_files = len(snap.files) - self.base_files
+            appended_rows = _rows(snap) - self.base_rows
         return appended_files >= COMPACT_FILES or (appended_files > 1 and appended_rows > self.base_rows)
 
 
@@ -141,4 +161,4 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
     if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):
         return None
     after = store.snapshot(path, store.version(path))
-    return MapLayout(len(after.files), data.num_rows), snap.version, after.version, data
+    return MapLayout(len(after.files), data.num_rows, 0, 0), snap.version, after.version, data

@@ -42,9 +42,13 @@ def _logging_shows_it() -> bool:
 
 
 class Progress:
-    """`with Progress(spark, "refresh q3 batch 7") as p: p.step("reading changes") ...`"""
+    """`with Progress(spark, "refresh q3 batch 7") as p: p.step("reading changes") ...`
 
-    def __init__(self, spark, what: str, after: Optional[float] = None):
+    `lazy=True`: the operation may run no Spark job at all (a batch on the local target):
+    nothing is sent to Spark (each job group and description is a call into the JVM) until
+    `spark()` says that Spark work follows."""
+
+    def __init__(self, spark, what: str, after: Optional[float] = None, lazy: bool = False):
         self.sc = spark.sparkContext
         self.what = what
         self.after = _after_seconds(spark) if after is None else after
@@ -52,17 +56,33 @@ class Progress:
         self.t0 = time.perf_counter()
         self._saved = {}
         self._before = set()
+        self._lazy = lazy
+        self._active = False
+        self._text = ""
 
     def __enter__(self) -> "Progress":
+        if not self._lazy:
+            self.spark()
+        return self
+
+    def spark(self) -> "Progress":
+        """Spark work follows: tag its jobs with this operation's group and description."""
+        if self._active:
+            return self
+        self._active = True
         self._saved = {k: self.sc.getLocalProperty(k) for k in (_GROUP, _DESCRIPTION)}
         if self._saved[_GROUP]:
             self.group = self._saved[_GROUP]
             self._before = set(self._job_ids())
         else:
             self.sc.setLocalProperty(_GROUP, self.group)
+        if self._text:
+            self.sc.setLocalProperty(_DESCRIPTION, self._text)
         return self
 
     def __exit__(self, *exc) -> None:
+        if not self._active:
+            return
         for key, value in self._saved.items():
             self.sc.setLocalProperty(key, value)       # None removes the property
 
@@ -71,7 +91,9 @@ class Progress:
         return time.perf_counter() - self.t0
 
     def step(self, text: str) -> None:
-        self.sc.setLocalProperty(_DESCRIPTION, f"Viewlet {self.what}: {text}")
+        self._text = f"Viewlet {self.what}: {text}"
+        if self._active:
+            self.sc.setLocalProperty(_DESCRIPTION, self._text)
         message = f"{self.what}: {text} ({self.elapsed:.1f} s)"
         log.info(message)
         if 0 <= self.after <= self.elapsed and not _logging_shows_it():
@@ -82,4 +104,6 @@ class Progress:
 
     def spark_jobs(self) -> int:
         """Spark jobs this operation has started so far (from Spark's status tracker)."""
+        if not self._active:
+            return 0
         return len(set(self._job_ids()) - self._before)

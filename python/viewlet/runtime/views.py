@@ -449,7 +449,8 @@ def apply_batch(view: LoadedView, record: BatchRecord, previous: Optional[BatchR
     """Run one batch and commit every map, each with the batch's transaction id, so that a
     re-run commits only what a crash left uncommitted. `previous`: the last committed batch
     (its stats carry the maps' layouts)."""
-    with Progress(view.ctx.spark, f"refresh {view.name} batch {record.batch}") as progress:
+    with Progress(view.ctx.spark, f"refresh {view.name} batch {record.batch}",
+                  lazy=True) as progress:
         stats = _apply_batch(view, record, progress, (previous.stats if previous else {}) or {})
         stats["spark_jobs"] = progress.spark_jobs()
     return stats
@@ -460,17 +461,17 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     ctx = view.ctx
     txn = (view.app_id, record.batch)
     if view.compiled.depth == 0:
-        progress.step("recomputing the defining query")
+        progress.spark().step("recomputing the defining query")
         stats["engine"], stats["engine_reason"] = "spark", \
             "the local target cannot run this view: depth 0 recomputes the view on Spark"
         _recompute(view, record, txn, stats)
         return stats
-    deltas = run_triggers(view, record, stats, progress.step)
+    deltas = run_triggers(view, record, stats, progress)
     result = None
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        result = _result_source(view, record, deltas, stats.get("engine") == "local")
+        result = _result_source(view, record, deltas, stats.get("engine") == "local", progress)
         stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
@@ -492,14 +493,16 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
             written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
         if written:
             faults.point("batch.map_merged")
-        hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total)
+        hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total,
+                              written if isinstance(written, int) else None)
     stats["seconds"]["merge"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if not merging:
-        stats["layout"] = _compact_maps(view, record, maps, previous.get("layout") or {}, progress)
+        stats["layout"] = _compact_maps(view, record, changed_rows, previous.get("layout") or {},
+                                        progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if result is not None and result.num_rows and not _committed(ctx, view.result_path, txn):
+    if result is not None and result.num_rows:    # skipped when the table holds txn already
         progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
@@ -512,20 +515,24 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     return stats
 
 
-def _compact_maps(view: LoadedView, record: BatchRecord, written: List[str], layouts: Dict,
-                  progress: Progress) -> Dict:
-    """Compact the maps this batch appended to whose appended rows or files outgrew their
-    base (maps.py), vacuum what no version in use needs; the maps' layouts for the next
-    batch."""
+def _compact_maps(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
+                  layouts: Dict, progress: Progress) -> Dict:
+    """Compact the maps this batch appended to (`appended`: map -> rows) whose appended rows
+    or files outgrew their base (maps.py), vacuum what no version in use needs; the maps'
+    layouts for the next batch."""
     ctx = view.ctx
     out = dict(layouts)
-    for name in written:
+    for name in appended:
         path = view.map_path(name)
         layout = maps.MapLayout.of(layouts.get(name), None) if name in layouts else \
             maps.MapLayout.of(None, ctx.store.snapshot(path, record.map_versions[name]))
-        current = ctx.store.snapshot(path)
-        if layout.due(current):
-            progress.step(f"compacting map {name} ({len(current.files)} files)")
+        if layout.counted():             # this batch's append counted: no look at the files
+            layout = layout.after_append(appended[name])
+            due = layout.due()
+        else:
+            due = layout.due(ctx.store.snapshot(path))
+        if due:
+            progress.step(f"compacting map {name}")
             schema = view.map_schema(name)
             zero = _zero_columns(view, name)
             cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
@@ -564,7 +571,7 @@ def _result_maps(view: LoadedView) -> List[str]:
 
 
 def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
-                   local: bool = False) -> pa.Table:
+                   local: bool = False, progress: Optional[Progress] = None) -> pa.Table:
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
     per touched group and the group's new rows as 'ins' rows. Touched are the groups of the
     state's delta and the groups of the multisets' deltas (an UPDATE moving a MIN changes a
@@ -602,6 +609,8 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         except LOCAL_FAILURES as e:
             log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
     if ins is None:
+        if progress is not None:
+            progress.spark()
         frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
         df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
         ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)

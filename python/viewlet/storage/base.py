@@ -173,10 +173,17 @@ class TableStore(ABC):
     @abstractmethod
     def append_once(self, path: str, data: pa.Table, txn: Txn,
                     metadata: Optional[Dict[str, str]] = None,
-                    read_version: Optional[int] = None) -> bool:
-        """Append unless the table already holds `txn` (then False). Of two concurrent
-        writers of the same txn app id one commits and the other raises ConcurrentUpdate;
-        `read_version` makes the write conflict with any such commit after that version."""
+                    read_version: Optional[int] = None) -> Optional[int]:
+        """Append unless the table already holds `txn`: the version committed, or None when
+        the table already held it. Of two concurrent writers of the same txn app id one
+        commits and the other raises ConcurrentUpdate; `read_version` makes the write
+        conflict with any such commit after that version."""
+
+    @abstractmethod
+    def appended_rows(self, path: str, after_version: int, to_version: int) -> Optional[pa.Table]:
+        """The rows the commits of versions (after_version, to_version] added, when those
+        commits only added rows (None otherwise, or when a commit's log entry is gone): an
+        append-only table read incrementally."""
 
     @abstractmethod
     def overwrite(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
@@ -184,10 +191,10 @@ class TableStore(ABC):
 
     @abstractmethod
     def add_rows(self, path: str, rows: pa.Table, txn: Txn,
-                 metadata: Optional[Dict[str, str]] = None) -> bool:
+                 metadata: Optional[Dict[str, str]] = None) -> Optional[int]:
         """Append `rows` to a map (a table whose value for a key is the sum of its rows)
-        unless the table already holds `txn` (then False); a concurrent commit of the same
-        txn raises ConcurrentUpdate."""
+        unless the table already holds `txn`: the version committed, or None; a concurrent
+        commit of the same txn raises ConcurrentUpdate."""
 
     @abstractmethod
     def rewrite(self, path: str, data: pa.Table, read_version: int, rows_per_file: int,

@@ -306,10 +306,27 @@ class DeltaRsStore(TableStore):
     def append_once(self, path, data, txn, metadata=None, read_version=None):
         dt = self._table(path, read_version)
         if _done(dt, txn):
-            return False
+            return None
         _committing(path, lambda: _dl().write_deltalake(
             dt, data, mode="append", commit_properties=_commit(txn, metadata)))
-        return True
+        return dt.version()              # the handle now stands at the commit it made
+
+    def appended_rows(self, path, after_version, to_version):
+        dt = self._table(path)
+        log = _commit_log(dt, self.options)
+        schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
+        parts = []
+        for v in range(after_version + 1, to_version + 1):
+            actions = log.actions(v)
+            if actions is None:
+                return None
+            for a in actions:
+                if "remove" in a and a["remove"].get("dataChange", True):
+                    return None
+                if "add" in a and a["add"].get("dataChange", True):
+                    parts.append(log.read_file(a["add"]["path"], schema,
+                                               a["add"].get("partitionValues") or {}, schema.names))
+        return pa.concat_tables(parts) if parts else schema.empty_table()
 
     def overwrite(self, path, data, txn=None, metadata=None):
         target = self._table(path) if txn else path
