@@ -80,6 +80,7 @@ def run_triggers(view, record: BatchRecord, stats: Dict, progress=None) -> Dict[
         return {}
     choice = targets.choose(view, plan, record, deltas)
     stats["engine"], stats["engine_reason"] = choice.target, choice.reason
+    stats["input_rows"] = choice.input_rows
     step(f"computing the deltas of {len(plan.targets)} map(s) ({choice.target} target)")
     if choice.target == targets.LOCAL:
         try:
@@ -95,13 +96,15 @@ def run_triggers(view, record: BatchRecord, stats: Dict, progress=None) -> Dict[
 
 def _run_spark(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:
     from ..spark.io import frame_arrow
+    from .targets import batch_session
     scratch = view.scratch_dir(record.batch)
+    spark = batch_session(view, stats.get("input_rows"))
     try:
-        inputs = SparkLeaves(view, record, deltas, scratch)
+        inputs = SparkLeaves(view, record, deltas, scratch, spark)
 
         def execute(phase):
             frames = {name: inputs.bind(leaf) for name, leaf in phase.leaves.items()}
-            df = view.ctx.spark.sql(phase.spark_text, **frames)
+            df = spark.sql(phase.spark_text, **frames)
             return frame_arrow(df)
 
         return _run_phases(view, plan, inputs, execute, stats)

@@ -110,14 +110,14 @@ class LeafReader:
 class SparkLeaves(LeafReader):
     """Leaves as DataFrames; the batch's own rows staged as Parquet files in `scratch`."""
 
-    def __init__(self, view, record, deltas, scratch: str):
+    def __init__(self, view, record, deltas, scratch: str, spark):
         super().__init__(view, record, deltas)
-        self.scratch = scratch
+        self.scratch, self.spark = scratch, spark       # the session the batch query runs in
         self.files = 0
 
     def bind(self, leaf: Leaf):
         from ..spark.io import read_table, snapshot_frame
-        view, ctx = self.view, self.view.ctx
+        view, ctx, spark = self.view, self.view.ctx, self.spark
         if leaf.kind == "delta":
             # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
             # projection and filter over a LocalRelation row by row, interpreted
@@ -127,19 +127,19 @@ class SparkLeaves(LeafReader):
             return self._file(self.pending_rows(leaf))
         if leaf.kind == "rel":
             after, to = self.record.ranges[leaf.name]
-            return read_table(ctx.spark, ctx.store, view.table_path(leaf.name),
+            return read_table(spark, ctx.store, view.table_path(leaf.name),
                               to if leaf.detail[0] else after, view.columns_of(leaf.name))
         schema = view.map_schema(leaf.name)
         columns = schema.keys + list(schema.values)
         if not leaf.detail:
-            return snapshot_frame(ctx.spark, self.whole_map(leaf.name), columns)
+            return snapshot_frame(spark, self.whole_map(leaf.name), columns)
         rows = self.matching(leaf)
         snap = self.restricted.get(leaf)
         if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
             # The batch touches most keys of the files read: Spark reads those files
             # rather than a staged copy of most of them.
             self.read_of[leaf][5] = _rows(snap)
-            return snapshot_frame(ctx.spark, snap, columns)
+            return snapshot_frame(spark, snap, columns)
         return self._file(rows.select(columns))
 
     def _file(self, data: pa.Table):
@@ -147,7 +147,7 @@ class SparkLeaves(LeafReader):
         from ..spark.io import spark_schema
         self.files += 1
         location = self.view.ctx.store.write_file(f"{self.scratch}/in{self.files}.parquet", data)
-        return self.view.ctx.spark.read.schema(spark_schema(data.schema)).parquet(location)
+        return self.spark.read.schema(spark_schema(data.schema)).parquet(location)
 
 
 class ArrowLeaves(LeafReader):

@@ -50,6 +50,7 @@ LOCAL_FAILURES = (LocalEngineError, NotLocal, MemoryError)
 class Choice:
     target: str
     reason: str
+    input_rows: int = 0              # the rows the batch reads, as estimated
 
 
 def failure_text(e: BaseException) -> str:
@@ -116,18 +117,43 @@ def ansi(view) -> bool:
 def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
     mode = setting(view)
     if mode == SPARK:
-        return Choice(SPARK, "engine = 'spark'")
+        return Choice(SPARK, "engine = 'spark'", input_rows(view, plan, record, deltas))
     blocker = local_blocker(view)
-    if blocker is not None:
-        return Choice(SPARK, f"the local target cannot run this view: {blocker}")
-    if mode == LOCAL:
-        return Choice(LOCAL, "engine = 'local'")
     rows = input_rows(view, plan, record, deltas)
+    if blocker is not None:
+        return Choice(SPARK, f"the local target cannot run this view: {blocker}", rows)
+    if mode == LOCAL:
+        return Choice(LOCAL, "engine = 'local'", rows)
     limit = max_rows(view)
     if rows > limit:
         return Choice(SPARK, f"the batch reads about {rows:,} rows, more than {MAX_ROWS_CONF} "
-                             f"= {limit:,}")
-    return Choice(LOCAL, f"the batch reads about {rows:,} rows (at most {limit:,} run locally)")
+                             f"= {limit:,}", rows)
+    return Choice(LOCAL, f"the batch reads about {rows:,} rows (at most {limit:,} run locally)",
+                  rows)
+
+
+#: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
+#: most the session's spark.sql.shuffle.partitions)
+ROWS_PER_PARTITION = 500_000
+
+
+def batch_session(view, input_rows: Optional[int]):
+    """The Spark session a batch query runs in: the user's session's sibling (same
+    SparkContext and catalog, SQL settings of its own) with adaptive execution and
+    broadcast joins off, so that one query is one Spark job (adaptive execution runs each
+    shuffle stage as a job of its own, and every broadcast is one more: a batch of TPC-H Q20
+    used to run 118 to 131 jobs), and shuffle partitions sized to the batch."""
+    ctx = view.ctx
+    session = ctx._batch_session
+    if session is None:
+        session = ctx.spark.newSession()
+        session.conf.set("spark.sql.adaptive.enabled", "false")
+        session.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+        ctx._batch_session = session
+    most = int(_conf(ctx.spark, "spark.sql.shuffle.partitions", "200") or 200)
+    wanted = max(1, min(most, -(-(input_rows or 0) // ROWS_PER_PARTITION)))
+    session.conf.set("spark.sql.shuffle.partitions", str(wanted))
+    return session
 
 
 def input_rows(view, plan, record, deltas: Dict[str, pa.Table]) -> int:
