@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite (compiler, JVM extension, Spark oracle tests, demo).
-# The TPC-H oracle module runs in a pytest process (one Spark driver) of its own: after the
-# rest of the suite, the wide joins' query plans kept a shared driver's heap in full GC.
+# Batches run on both targets: the whole suite with every batch on the local target (DuckDB
+# in the driver, the test session's spark.viewlet.engine), then the Spark oracle tests again
+# with every batch on Spark (VIEWLET_TEST_ENGINE=spark). The TPC-H oracle module runs in a
+# pytest process (one Spark driver) of its own: after the rest of the suite, the wide joins'
+# query plans kept a shared driver's heap in full GC.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 TPCH=tests/spark/test_tpch_nested.py
-.venv/bin/python -m pytest tests integration --ignore="$TPCH" "$@"; first=$?
-.venv/bin/python -m pytest "$TPCH" "$@"; second=$?
-exit $(( first != 0 ? first : second ))
+status=0
+run() { "$@" || status=$?; }
+run .venv/bin/python -m pytest tests integration --ignore="$TPCH" "$@"
+run .venv/bin/python -m pytest "$TPCH" "$@"
+export VIEWLET_TEST_ENGINE=spark
+run .venv/bin/python -m pytest tests/spark tests/ops/test_crash_safety.py --ignore="$TPCH" "$@"
+run .venv/bin/python -m pytest "$TPCH" "$@"
+exit $status

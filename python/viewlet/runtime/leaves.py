@@ -47,8 +47,13 @@ class LeafReader:
         return self.pending.get((leaf.name, leaf.detail[0]), empty)
 
     def hot(self, name: str):
-        """Map `name` hot in memory at the batch's start version, or None."""
-        return hot_map(self.view, name, self.record.map_versions[name], self.load)
+        """(map `name` hot in memory at the batch's start version or None, where its rows
+        come from: "memory", or "delta" when this batch loads it)."""
+        version = self.record.map_versions[name]
+        hot = hot_map(self.view, name, version)
+        if hot is not None:
+            return hot, "memory"
+        return hot_map(self.view, name, version, self.load), "delta"
 
     def whole_map(self, name: str):
         """The map's snapshot at batch start (read whole), recorded as a read."""
@@ -60,11 +65,11 @@ class LeafReader:
 
     def map_rows(self, name: str) -> pa.Table:
         """Every row of the map at batch start, from memory or from Delta."""
-        hot = self.hot(name)
+        hot, source = self.hot(name)
         if hot is None:
             return self.view.ctx.store.read_files(self.whole_map(name))
         rows = hot.all_rows()
-        self.reads.append([name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows, "memory"])
+        self.reads.append([name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows, source])
         return rows
 
     def matching(self, leaf: Leaf) -> pa.Table:
@@ -73,11 +78,11 @@ class LeafReader:
         if leaf not in self.matched:
             view, store = self.view, self.view.ctx.store
             lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
-            hot = self.hot(leaf.name)
+            hot, source = self.hot(leaf.name)
             if hot is not None:
                 rows = hot.lookup(lookups)
                 self.read_of[leaf] = [leaf.name, 0, None, rows.num_rows, hot.rows, rows.num_rows,
-                                      "memory"]
+                                      source]
             else:
                 whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
                 rows = read_matching(store, whole, lookups)

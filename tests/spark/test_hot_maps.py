@@ -1,0 +1,72 @@
+"""Maps hot in driver memory (local/hotmaps.py, runtime/hot.py) in real refreshes: batches
+read them from memory, another writer of the same view makes a session read Delta again
+(never a stale map), and a bound too small for the maps leaves the view exact."""
+from __future__ import annotations
+
+from viewlet.runtime.context import Viewlet
+
+from .oracle import assert_view_matches
+from .workload import registered_workload
+
+QUERY = "SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t WHERE r.b = s.b AND s.e = t.e " \
+        "GROUP BY t.h"
+
+
+def _sources(vl, view):
+    reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
+    return {r[-1] for r in reads}
+
+
+def _batch(spark, work, view, refresh):
+    while not {"r", "s", "t"} & set(work.batch()):
+        pass
+    refresh()
+    assert_view_matches(spark, view, QUERY)
+
+
+def test_batches_read_hot_maps_and_another_writer_sends_them_back_to_delta(spark, vl, tmp_path):
+    work = registered_workload(spark, str(tmp_path), seed=61)
+    spark.sql(f"CREATE INCREMENTAL VIEW hm_v WITH (engine = 'local') AS {QUERY}")
+    view = vl.load("hm_v")
+    try:
+        hot = {m: vl.hot_maps.peek(view.map_path(m)) for m in view.spec["maps"]}
+        assert all(h is not None and h.version == 0 for h in hot.values())   # from CREATE
+        for _ in range(3):
+            _batch(spark, work, "hm_v", lambda: vl.refresh("hm_v"))
+            assert _sources(vl, "hm_v") <= {"memory"}
+        for m in view.spec["maps"]:                 # each at its map's current version
+            h = vl.hot_maps.peek(view.map_path(m))
+            assert h is not None and h.version == vl.store.version(view.map_path(m))
+        # Another session's context refreshes the same view: its batches move the maps on.
+        other = Viewlet(spark, vl.warehouse)
+        _batch(spark, work, "hm_v", lambda: other.refresh("hm_v"))
+        # This session's hot maps no longer hold the current versions: never read as such,
+        # read from Delta (and kept again) as batches need them.
+        _batch(spark, work, "hm_v", lambda: vl.refresh("hm_v"))
+        assert "delta" in _sources(vl, "hm_v") or not _sources(vl, "hm_v")
+        sources = []
+        for _ in range(4):
+            _batch(spark, work, "hm_v", lambda: vl.refresh("hm_v"))
+            sources.append(_sources(vl, "hm_v"))
+        assert sources[-1] <= {"memory"}
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS hm_v")
+
+
+def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_path, monkeypatch):
+    work = registered_workload(spark, str(tmp_path), seed=62, rows=30)
+    monkeypatch.setattr(vl.hot_maps, "budget", 64)           # bytes: no map fits
+    vl.hot_maps.evict_prefix("")
+    spark.sql(f"CREATE INCREMENTAL VIEW hm_small WITH (engine = 'local') AS {QUERY}")
+    view = vl.load("hm_small")
+    try:
+        assert all(vl.hot_maps.peek(view.map_path(m)) is None for m in view.spec["maps"])
+        for _ in range(3):
+            _batch(spark, work, "hm_small", lambda: vl.refresh("hm_small"))
+            assert _sources(vl, "hm_small") <= {"delta"}
+            assert vl.hot_maps.used() <= vl.hot_maps.budget
+        described = {(r[0], r[1]): r[2] for r in spark.sql(
+            "DESCRIBE INCREMENTAL VIEW hm_small").collect()}
+        assert all("not in memory" in described[("map", m)] for m in view.spec["maps"])
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS hm_small")

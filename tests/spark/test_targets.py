@@ -1,0 +1,140 @@
+"""Where batches run (runtime/targets.py): the engine option and setting, the cost rule, the
+fallback of a failing local batch to Spark, views the local target refuses, and what
+HISTORY, EXPLAIN and DESCRIBE say about it. Every batch is checked against Spark."""
+from __future__ import annotations
+
+import pytest
+
+from viewlet.local import engine as local_engine
+from viewlet.runtime import targets
+
+from .oracle import assert_view_matches
+from .workload import registered_workload
+
+QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
+
+
+def _last(vl, view):
+    return vl.load(view).manifest.last_committed().stats
+
+
+def _batches(spark, work, view, query, n=3, engine=True):
+    for _ in range(n):
+        work.batch()
+        spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+        assert_view_matches(spark, view, query, engine)
+
+
+@pytest.fixture
+def auto(spark):
+    """This test's batches follow the cost rule, whatever the suite's engine."""
+    before = spark.conf.get(targets.ENGINE_CONF, None)
+    spark.conf.set(targets.ENGINE_CONF, "auto")
+    yield
+    spark.conf.set(targets.ENGINE_CONF, before) if before else spark.conf.unset(targets.ENGINE_CONF)
+
+
+def test_the_engine_option_wins_and_both_targets_agree(spark, vl, tmp_path, auto):
+    work = registered_workload(spark, str(tmp_path), seed=41)
+    for engine in ("local", "spark"):
+        spark.sql(f"CREATE INCREMENTAL VIEW tg_{engine} WITH (engine = '{engine}') AS {QUERY}")
+    try:
+        for _ in range(3):
+            work.batch()
+            for engine in ("local", "spark"):
+                spark.sql(f"REFRESH INCREMENTAL VIEW tg_{engine}")
+                assert_view_matches(spark, f"tg_{engine}", QUERY)
+                stats = _last(vl, f"tg_{engine}")
+                if stats.get("engine"):
+                    assert stats["engine"] == engine
+                    assert stats["engine_reason"] == f"engine = '{engine}'"
+        rows = {e: sorted(map(tuple, spark.sql(f"SELECT * FROM tg_{e}").collect()))
+                for e in ("local", "spark")}
+        assert rows["local"] == rows["spark"]
+        history = spark.sql("DESCRIBE INCREMENTAL VIEW tg_local HISTORY").collect()
+        ran = [r for r in history if r.batch > 0 and r.changes]
+        assert ran and all(r.engine == "local" and r.spark_jobs == 0 for r in ran)
+    finally:
+        for engine in ("local", "spark"):
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS tg_{engine}")
+
+
+def test_the_rule_sends_large_batches_to_spark(spark, vl, tmp_path, auto):
+    work = registered_workload(spark, str(tmp_path), seed=42)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_rule AS {QUERY}")
+    try:
+        _batches(spark, work, "tg_rule", QUERY, 1)
+        stats = _last(vl, "tg_rule")
+        assert stats["engine"] == "local" and "rows (at most" in stats["engine_reason"]
+        spark.conf.set(targets.MAX_ROWS_CONF, "1")          # every batch is "large" now
+        try:
+            _batches(spark, work, "tg_rule", QUERY, 2)
+            stats = _last(vl, "tg_rule")
+            assert stats["engine"] == "spark" and targets.MAX_ROWS_CONF in stats["engine_reason"]
+            assert stats["spark_jobs"] >= 1
+        finally:
+            spark.conf.unset(targets.MAX_ROWS_CONF)
+        spark.conf.set(targets.ENGINE_CONF, "spark")          # the session's setting
+        _batches(spark, work, "tg_rule", QUERY, 1)
+        assert _last(vl, "tg_rule")["engine"] == "spark"
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_rule")
+
+
+def test_a_failing_local_batch_runs_again_on_spark(spark, vl, tmp_path, auto, monkeypatch):
+    work = registered_workload(spark, str(tmp_path), seed=43)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_fail WITH (engine = 'local') AS {QUERY}")
+    try:
+        def broken(self, sql, tables):
+            raise local_engine.LocalEngineError("Out of Range Error: Overflow in multiplication")
+        monkeypatch.setattr(local_engine.LocalEngine, "query", broken)
+        _batches(spark, work, "tg_fail", QUERY, 2, engine=False)    # exact, computed by Spark
+        stats = _last(vl, "tg_fail")
+        assert stats["engine"] == "spark"
+        assert stats["engine_reason"].startswith("the local target failed (Out of Range Error")
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_fail")
+
+
+def test_sql_the_local_target_cannot_reproduce_runs_on_spark(spark, vl, tmp_path, auto):
+    query = "SELECT upper(t.h) AS uh, COUNT(*) AS n FROM t GROUP BY upper(t.h)"
+    work = registered_workload(spark, str(tmp_path), seed=44)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_refused WITH (engine = 'local') AS {query}")
+    try:
+        _batches(spark, work, "tg_refused", query, 2)
+        stats = _last(vl, "tg_refused")
+        if stats.get("engine"):
+            assert stats["engine"] == "spark"
+            assert "cannot run this view: function UPPER" in stats["engine_reason"]
+        execution = spark.sql("EXPLAIN INCREMENTAL VIEW tg_refused").collect()[1][0]
+        assert "local target: cannot run this view: function UPPER" in execution
+        described = {(r[0], r[1]): r[2] for r in spark.sql(
+            "DESCRIBE INCREMENTAL VIEW tg_refused").collect()}
+        assert described[("execution", "local target")].startswith("cannot run this view")
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_refused")
+
+
+def test_explain_and_describe_show_the_engine_and_the_plan(spark, vl, tmp_path, auto):
+    registered_workload(spark, str(tmp_path), seed=45)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_explain AS {QUERY}")
+    try:
+        program, execution = [r[0] for r in spark.sql(
+            "EXPLAIN INCREMENTAL VIEW tg_explain").collect()]
+        assert program.startswith("Incremental view tg_explain")
+        assert "engine: auto" in execution and "local target: can run this view" in execution
+        assert targets.MAX_ROWS_CONF in execution and "batch plan" in execution
+        assert "changes of r" in execution and "map " in execution
+        described = {(r[0], r[1]): r[2] for r in spark.sql(
+            "DESCRIBE INCREMENTAL VIEW tg_explain").collect()}
+        assert described[("execution", "engine")] == "auto"
+        assert "in memory" in described[("map", "view_state")]      # loaded hot at CREATE
+        assert "driver memory" in described[("memory", "hot maps")]
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_explain")
+
+
+def test_engine_option_values_are_checked(spark, vl):
+    from pyspark.errors import ParseException
+    with pytest.raises(ParseException, match="engine must be 'auto', 'local' or 'spark'"):
+        spark.sql("CREATE INCREMENTAL VIEW tg_bad WITH (engine = 'gpu') AS SELECT 1 AS x")
