@@ -115,6 +115,23 @@ def test_sql_the_local_target_cannot_reproduce_runs_on_spark(spark, vl, tmp_path
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_refused")
 
 
+def test_spark_batches_see_the_users_functions_and_leave_its_settings(spark, vl, tmp_path, auto):
+    """A Spark batch runs in a clone of the user's session: the user's UDF resolves (a fresh
+    sibling session has none), and the settings the batch changes (adaptive execution, shuffle partitions)
+    stay as the user set them."""
+    work = registered_workload(spark, str(tmp_path), seed=46)
+    spark.udf.register("tg_twice", lambda x: None if x is None else 2 * x, "int")
+    query = "SELECT tg_twice(r.a) AS k, COUNT(*) AS n FROM r GROUP BY 1"
+    before = {k: spark.conf.get(k) for k in ("spark.sql.adaptive.enabled",
+                                             "spark.sql.shuffle.partitions")}
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_udf WITH (engine = 'spark') AS {query}")
+    try:
+        _batches(spark, work, "tg_udf", query, 2)
+        assert {k: spark.conf.get(k) for k in before} == before
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_udf")
+
+
 def test_explain_and_describe_show_the_engine_and_the_plan(spark, vl, tmp_path, auto):
     registered_workload(spark, str(tmp_path), seed=45)
     spark.sql(f"CREATE INCREMENTAL VIEW tg_explain AS {QUERY}")

@@ -38,7 +38,6 @@ class Viewlet:
         self._continuous = None
         self._local_engine = None
         self._hot_maps = None
-        self._batch_session = None       # Spark batches' session (runtime/targets.py)
 
     @property
     def hot_maps(self):
