@@ -187,3 +187,32 @@ def test_view_created_before_map_fusion_keeps_its_maps(spark, vl, work, monkeypa
         spark.sql("REFRESH INCREMENTAL VIEW lc_unfused")
         assert_view_matches(spark, "lc_unfused", QUERY)
     spark.sql("DROP INCREMENTAL VIEW lc_unfused")
+
+
+IN_QUERY = ("SELECT r.a, COUNT(*) AS n FROM r "
+            "WHERE r.b IN (SELECT s.b FROM s WHERE s.e > 2) GROUP BY r.a")
+
+
+def test_view_created_before_in_filters_keeps_its_maps(spark, vl, work, monkeypatch):
+    """Catalog entries written before an IN (subquery) conjunct became its match count carry
+    no `in_filters` flag: they are recompiled with the global counts, into the maps their
+    tables hold, and stay exact."""
+    import dataclasses
+    import functools
+    before = functools.partial(views_module.compile_definition, in_filters=False)
+    monkeypatch.setattr(views_module, "compile_definition", before)
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_in_before AS {IN_QUERY}")
+    monkeypatch.undo()
+    entry = vl.load("lc_in_before").entry
+    old_spec = {k: v for k, v in entry.spec.items() if k != "in_filters"}
+    old = views_module.load_compiled(vl, dataclasses.replace(entry, spec=old_spec))
+    assert set(old.program.maps) == set(entry.spec["maps"])
+    new = views_module.compile_definition(IN_QUERY, views_module.StoredTables(entry.spec["refs"]),
+                                           None)
+    assert len(new.program.maps) < len(old.program.maps)      # no global counts
+    vl.forget(entry.id)
+    for _ in range(2):
+        work.batch()
+        spark.sql("REFRESH INCREMENTAL VIEW lc_in_before")
+        assert_view_matches(spark, "lc_in_before", IN_QUERY)
+    spark.sql("DROP INCREMENTAL VIEW lc_in_before")

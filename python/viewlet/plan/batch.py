@@ -137,13 +137,27 @@ class _PlanSource(AtomSource):
         schema = self.view.map_schema(name)
         cols = ", ".join(q(c) for c in schema.keys + list(schema.values))
         parts = [f"SELECT {cols} FROM {self.sb.frame(leaf)}"]
-        for rel, piece in pieces:
+        for rel, piece, _ in pieces:
             self.refs[rel] = self.refs.get(rel, 0) + 1
             parts.append(piece if isinstance(piece, str) else f"SELECT {cols} FROM {self.sb.frame(piece)}")
         return Sql(" UNION ALL ".join(parts))
 
     def snapshot_only(self, name):
         return not self.pending.get(name)
+
+    def pending_origins(self, name):
+        pieces = self.pending.get(name) or []
+        return _union_origins([origins for _, _, origins in pieces])
+
+
+def _union_origins(lists: List[List[Optional[frozenset]]]) -> Optional[List[Optional[frozenset]]]:
+    """Per key position, the union of the pieces' origins (None if any piece lacks one)."""
+    if not lists:
+        return None
+    out = []
+    for position in zip(*lists):
+        out.append(None if any(o is None for o in position) else frozenset().union(*position))
+    return out
 
 
 #: a trigger whose deltas later triggers read more often than this is collected first
@@ -200,9 +214,11 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]):
             for target, texts in pieces.items():
                 if split:      # later phases read what this one collected: once per map,
                     # however many blocks of the trigger write it
-                    new_pending[target] = [(rel, Leaf("pending", target, (rel,)))]
+                    known = [o for _, _, o in new_pending.get(target, [])] + [o for _, o in texts]
+                    new_pending[target] = [(rel, Leaf("pending", target, (rel,)),
+                                            _union_origins(known))]
                 else:
-                    new_pending.setdefault(target, []).extend((rel, t) for t in texts)
+                    new_pending.setdefault(target, []).extend((rel, t, o) for t, o in texts)
                 if target not in targets:
                     targets.append(target)
         rels.append(rel)
@@ -263,6 +279,8 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
     # (target, its key columns) -> map column -> [value column]
     values: Dict[Tuple[str, Tuple[str, ...]], Dict[str, List[str]]] = {}
     types: Dict[str, str] = {}
+    # block key column -> the batch columns its values are among (None: unknown)
+    key_origins: Dict[str, Optional[frozenset]] = {}
     for i, (s, sel) in enumerate(group):
         schema = view.map_schema(s.target)
         cols = []
@@ -270,7 +288,11 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
             if expr not in key_sql:
                 key_sql.append(expr)
                 key_types.append(schema.key_types[j])
-            cols.append(f"g{key_sql.index(expr)}")
+            g = f"g{key_sql.index(expr)}"
+            cols.append(g)
+            found = sel.key_origins[j] if j < len(sel.key_origins) else None
+            known = key_origins.get(g, found)
+            key_origins[g] = None if found is None or known is None else known | found
         extra = [c for c in sel.conds if c not in common]
         value = sel.product if not extra else \
             f"CASE WHEN {' AND '.join(extra)} THEN {sel.product} ELSE 0 END"
@@ -285,7 +307,7 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
     where = first.joins + common
     if where:
         text += " WHERE " + " AND ".join(where)
-    pieces: Dict[str, List[str]] = {}
+    pieces: Dict[str, List[Tuple[str, List[Optional[frozenset]]]]] = {}
     for (target, key_cols), by_column in values.items():
         schema = view.map_schema(target)
         cols = [f"{q(g)} AS {q(k)}" for g, k in zip(key_cols, schema.keys)]
@@ -293,7 +315,8 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
             vs = by_column.get(c)
             cols.append(" + ".join(f"COALESCE({q(v)}, 0)" for v in vs) + f" AS {q(c)}" if vs
                         else f"CAST(0 AS {t}) AS {q(c)}")
-        pieces.setdefault(target, []).append(f"SELECT {', '.join(cols)} FROM {name}")
+        pieces.setdefault(target, []).append((f"SELECT {', '.join(cols)} FROM {name}",
+                                              [key_origins[g] for g in key_cols]))
     return text, Block(tag, keys, members, types), pieces
 
 

@@ -23,20 +23,24 @@ class CompiledView:
     depth: Optional[int]
     #: maps over one join share one map (compiler.hoivm's fusion); recorded in the catalog
     fused: bool = True
+    #: an IN (subquery) conjunct is its match count (sql.frontend); recorded in the catalog
+    in_filters: bool = True
     #: what the runtime derives from the program once per process (batch plans, result SQL)
     cache: Dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
-                       caches: bool = False, fused: bool = True) -> CompiledView:
-    """`fused`: maps over one join are one map (False for views created before that rule,
-    whose catalog entries have no `fused` flag: they keep the maps they were created with)."""
+                       caches: bool = False, fused: bool = True,
+                       in_filters: bool = True) -> CompiledView:
+    """`fused`: maps over one join are one map; `in_filters`: an IN (subquery) conjunct is a
+    match count. Both False for views created before the rule, whose catalog entries lack
+    the flag: they keep the maps they were created with."""
     with fresh_names():
-        spec = translate(sql, resolver)
+        spec = translate(sql, resolver, in_filters)
         program = compile_view(spec.group, spec.columns, depth,
                                {n: m.query for n, m in spec.multisets.items()}, caches=caches,
                                fuse=fused, support=COUNT_COLUMN)
-    return CompiledView(spec, program, depth, fused)
+    return CompiledView(spec, program, depth, fused, in_filters)
 
 
 class RecordingResolver(TableResolver):

@@ -238,7 +238,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
             "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
-            "fused": compiled.fused,
+            "fused": compiled.fused, "in_filters": compiled.in_filters,
             **(options or {}),
         })
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
@@ -696,4 +696,5 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
 def load_compiled(ctx, entry: Entry) -> CompiledView:
     spec = entry.spec
     return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"],
-                              spec.get("caches", False), spec.get("fused", False))
+                              spec.get("caches", False), spec.get("fused", False),
+                              spec.get("in_filters", False))

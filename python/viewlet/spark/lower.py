@@ -121,6 +121,11 @@ class AtomSource:
         the same query), so that the driver can know its rows' keys beforehand."""
         return False
 
+    def pending_origins(self, name: str) -> Optional[List[Optional[FrozenSet]]]:
+        """For a map read with rows an earlier trigger of the batch adds: per key position,
+        the batch columns those rows' keys are among (None where unknown)."""
+        return None
+
 
 def _from(item, sb: SqlBuilder) -> str:
     return sb.sub(item.text) if isinstance(item, Sql) else sb.frame(item)
@@ -136,6 +141,8 @@ class Select:
     conds: List[str]          # the monomial's conditions
     keys: List[str]           # SQL of each group variable
     product: str
+    #: per group variable, the batch columns its values are among (None: unknown)
+    key_origins: List[Optional[FrozenSet[Tuple[object, str]]]] = field(default_factory=list)
 
     def sql(self, out_keys: Sequence[str], out_value: str) -> str:
         keys = [f"{k} AS {q(o)}" for k, o in zip(self.keys, out_keys)]
@@ -154,7 +161,8 @@ def lower_monomial(mono: Monomial, group: Sequence[str], source: AtomSource, sb:
     return monomial_select(mono, group, source, sb, pre, origins).sql(out_keys, out_value)
 
 
-def batch_origins(mono: Monomial, inherited: Optional[Origins] = None) -> Origins:
+def batch_origins(mono: Monomial, inherited: Optional[Origins] = None,
+                  source: Optional["AtomSource"] = None) -> Origins:
     """Variables whose values all come from batch columns: bound by a batch atom, or by a
     domain of batch columns; `inherited` from an enclosing query (its inputs)."""
     out: Dict[str, set] = {}
@@ -163,7 +171,7 @@ def batch_origins(mono: Monomial, inherited: Optional[Origins] = None) -> Origin
             for col, var in zip(atom.columns, atom.vars):
                 out.setdefault(var, set()).add((atom.table, col))
         elif isinstance(atom, Domain):
-            for var, cols in _domain_origins(atom.query).items():
+            for var, cols in _domain_origins(atom.query, source).items():
                 out.setdefault(var, set()).update(cols)
     merged = {v: frozenset(c) for v, c in out.items()}
     for var, cols in (inherited or {}).items():
@@ -171,14 +179,21 @@ def batch_origins(mono: Monomial, inherited: Optional[Origins] = None) -> Origin
     return merged
 
 
-def _domain_origins(query: Query) -> Origins:
-    """A domain's group variable has batch origins if every monomial binds it by batch columns."""
+def _domain_origins(query: Query, source: Optional["AtomSource"] = None) -> Origins:
+    """A domain's group variable has batch origins if every monomial binds it by batch
+    columns: directly, through a domain of its own, or (with `source`) through the keys of
+    a map it reads by lookup (Q20: the suppliers of the partsupp rows of the changed parts)."""
     out: Dict[str, FrozenSet] = {}
+    per_monomial = []
+    for m in query.monomials:
+        origin = dict(batch_origins(m, None, source))
+        if source is not None:
+            _chain_map_origins(m, origin, source)
+        per_monomial.append(origin)
     for var in query.group:
         cols = set()
-        for m in query.monomials:
-            found = {(a.table, c) for a in m.atoms if isinstance(a, DeltaRel)
-                     for c, v in zip(a.columns, a.vars) if v == var}
+        for origin in per_monomial:
+            found = origin.get(var)
             if not found:
                 cols = None
                 break
@@ -200,16 +215,21 @@ def _chain_map_origins(mono: Monomial, origin: Dict[str, FrozenSet], source: Ato
     while changed:
         changed = False
         for i, atom in enumerate(mono.atoms):
-            if not isinstance(atom, MapRef) or not source.snapshot_only(atom.name):
+            if not isinstance(atom, MapRef):
                 continue
+            # rows an earlier trigger adds have keys from its batch columns: a key is
+            # chained through such a map if those columns are known for its position
+            added = None if source.snapshot_only(atom.name) else \
+                (source.pending_origins(atom.name) or [None] * len(atom.vars))
             lookups = {j: origin[v] for j, v in enumerate(atom.vars) if v in origin}
-            free = [(j, v) for j, v in enumerate(atom.vars) if v not in origin]
+            free = [(j, v) for j, v in enumerate(atom.vars) if v not in origin
+                    and (added is None or added[j] is not None)]
             if not lookups or not free:
                 continue
             src = MapOrigin(atom.name, freeze_lookups(lookups))
             for j, v in free:
                 if v not in origin:
-                    origin[v] = frozenset({(src, f"k{j}")})
+                    origin[v] = frozenset({(src, f"k{j}")}) | (added[j] if added else frozenset())
                     derived[v] = i
             changed = True
     return derived
@@ -222,7 +242,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     conds: List[str] = []
     mults: List[str] = []
     binding: Dict[str, str] = {}
-    origin = batch_origins(mono, origins)
+    origin = dict(batch_origins(mono, origins, source))
     derived = _chain_map_origins(mono, origin, source)
 
     def bind(var: str, sql: str):
@@ -334,7 +354,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         mults.insert(0, _number(mono.coef))
     if not froms:
         froms.append("(SELECT 1) AS unit")
-    return Select(froms, joins, conds, [binding[v] for v in group], _product(mults, 1))
+    return Select(froms, joins, conds, [binding[v] for v in group], _product(mults, 1),
+                  [origin.get(v) for v in group])
 
 
 def _select(froms, where, items) -> str:

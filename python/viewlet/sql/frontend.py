@@ -111,10 +111,14 @@ class _Derived:
 
 
 class _Translator:
-    def __init__(self, sql: str, resolver: TableResolver, outer: "Optional[_Translator]" = None):
+    def __init__(self, sql: str, resolver: TableResolver, outer: "Optional[_Translator]" = None,
+                 in_filters: bool = True):
         self.sql = sql
         self.resolver = resolver
         self.outer = outer                          # enclosing query of a subquery
+        # an IN (subquery) conjunct of a WHERE is its match count > 0 (False: the three-valued
+        # form with global counts, for views created before this rule)
+        self.in_filters = outer.in_filters if outer is not None else in_filters
         self.instances: List[_Instance] = []
         self.joins: List[Join] = []                 # the joins after the first FROM item
         self.using: Dict[str, str] = {}             # USING column (lower) -> its variable
@@ -298,7 +302,8 @@ class _Translator:
             keys_out = {next(iter(o.expr.vars)) for o in spec.outputs if o.expr.is_var()}
             if distinct and not set(spec.group) <= keys_out:
                 # groups may repeat an output row: DISTINCT over the aggregate as a subquery
-                return _Translator(self.sql, self.resolver)._translate_select(
+                return _Translator(self.sql, self.resolver,
+                                   in_filters=self.in_filters)._translate_select(
                     setops.distinct_as_subquery(tree))
             return spec
         return self._spj_view(tree, selects, conds, distinct)
@@ -960,5 +965,6 @@ def _ident(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
 
-def translate(sql: str, resolver: TableResolver) -> ViewSpec:
-    return _Translator(sql, resolver).translate()
+def translate(sql: str, resolver: TableResolver, in_filters: bool = True) -> ViewSpec:
+    """`in_filters`: see _Translator (False for views created before that rule)."""
+    return _Translator(sql, resolver, in_filters=in_filters).translate()

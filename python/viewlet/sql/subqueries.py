@@ -162,6 +162,11 @@ class SubqueryTranslator:
         e = child.to_scalar(item)
         matches = self._nested(child, base, [Cond(Scalar(exp.EQ(this=e.ast, expression=_var(x))))],
                                "in")
+        if positive and self.scope.in_filters:
+            # a WHERE conjunct keeps TRUE rows only, and IN is TRUE exactly when a row
+            # matches: no global counts (they changed with any batch of the subquery's
+            # tables and made every outer row's condition re-evaluate; TPC-H Q20)
+            return exp.GT(this=_var(matches), expression=exp.Literal.number(0))
         total = self._nested(child, base, [], "inall")
         nulls = self._nested(child, base, [Cond(Scalar(exp.Is(this=e.ast, expression=exp.Null())))],
                              "innull")
