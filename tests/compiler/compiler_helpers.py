@@ -138,7 +138,6 @@ def statement_signatures(program, roles, view_role="view", view_keys=None):
         sigs = []
         for s in stmts:
             role, key_names = roles[s.target]
-            keys = program.maps[s.target].keys
             monos = []
             for m in s.rhs.monomials:
                 label = {}

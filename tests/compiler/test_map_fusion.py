@@ -4,7 +4,7 @@ that join once. The fused program keeps every definition of the papers' program,
 column; views created before fusion compile with fuse=False and keep their maps."""
 import pytest
 
-from compiler_helpers import aux_maps, canonical_defs, compile_sql, dump
+from compiler_helpers import aux_maps, compile_sql, dump
 from test_randomized import check_equivalence
 from test_tpch import TABLES, load_query, tpch_row
 from viewlet.calculus.ir import Cond, MapRef, Value, walk_atoms

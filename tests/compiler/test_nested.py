@@ -3,7 +3,7 @@
 import pytest
 
 from compiler_helpers import compile_sql, dump
-from test_randomized import check_equivalence, BATCHES, SEEDS
+from test_randomized import check_equivalence, SEEDS
 
 SHAPES = {
     "scalar_eq_corr":

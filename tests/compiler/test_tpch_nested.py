@@ -3,8 +3,6 @@ compiled ones the trigger program equals re-evaluation on random batches over ti
 TPC-H-shaped relations (reference evaluator, no Spark)."""
 import datetime as dt
 import os
-import random
-import re
 from decimal import Decimal
 
 import pytest

@@ -9,7 +9,6 @@ import pytest
 from chispa import assert_df_equality
 from deltalake import DeltaTable
 
-import viewlet
 from viewlet.errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
 from viewlet.runtime.manifest import Manifest
 from viewlet.spark.io import read_table

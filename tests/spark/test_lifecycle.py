@@ -11,7 +11,6 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import AnalysisException, ParseException
 
-import viewlet
 from viewlet.runtime import views as views_module
 
 from .oracle import assert_view_matches
@@ -166,53 +165,34 @@ def test_view_is_readable_from_a_new_process(spark, vl, work, tmp_path):
     spark.sql("DROP INCREMENTAL VIEW lc_shared")
 
 
-def test_view_created_before_map_fusion_keeps_its_maps(spark, vl, work, monkeypatch):
-    """Catalog entries written before maps over one join were fused carry no `fused` flag: they
-    are recompiled unfused, into the maps their tables hold."""
-    import dataclasses
-    import functools
-    unfused = functools.partial(views_module.compile_definition, fused=False)
-    monkeypatch.setattr(views_module, "compile_definition", unfused)
-    spark.sql(f"CREATE INCREMENTAL VIEW lc_unfused AS {QUERY}")
-    monkeypatch.undo()
-    entry = vl.load("lc_unfused").entry
-    old_spec = {k: v for k, v in entry.spec.items() if k != "fused"}
-    old = views_module.load_compiled(vl, dataclasses.replace(entry, spec=old_spec))
-    assert set(old.program.maps) == set(entry.spec["maps"])
-    new = views_module.compile_definition(QUERY, views_module.StoredTables(entry.spec["refs"]), None)
-    assert len(new.program.maps) < len(old.program.maps)      # the query has maps to fuse
-    vl.forget(entry.id)                                       # as a new process would
-    for _ in range(2):
-        work.batch()
-        spark.sql("REFRESH INCREMENTAL VIEW lc_unfused")
-        assert_view_matches(spark, "lc_unfused", QUERY)
-    spark.sql("DROP INCREMENTAL VIEW lc_unfused")
-
-
 IN_QUERY = ("SELECT r.a, COUNT(*) AS n FROM r "
             "WHERE r.b IN (SELECT s.b FROM s WHERE s.e > 2) GROUP BY r.a")
 
 
-def test_view_created_before_in_filters_keeps_its_maps(spark, vl, work, monkeypatch):
-    """Catalog entries written before an IN (subquery) conjunct became its match count carry
-    no `in_filters` flag: they are recompiled with the global counts, into the maps their
-    tables hold, and stay exact."""
+@pytest.mark.parametrize("rule,query", [("fused", QUERY), ("in_filters", IN_QUERY)],
+                         ids=["map-fusion", "in-filters"])
+def test_view_created_before_a_compile_rule_keeps_its_maps(spark, vl, work, monkeypatch,
+                                                           rule, query):
+    """Catalog entries written before a compile rule carry no flag for it: `fused` (maps
+    over one join are one map), `in_filters` (an IN (subquery) conjunct is its match count,
+    without global counts). They are recompiled without the rule, into the maps their tables
+    hold, and stay exact."""
     import dataclasses
     import functools
-    before = functools.partial(views_module.compile_definition, in_filters=False)
+    before = functools.partial(views_module.compile_definition, **{rule: False})
     monkeypatch.setattr(views_module, "compile_definition", before)
-    spark.sql(f"CREATE INCREMENTAL VIEW lc_in_before AS {IN_QUERY}")
+    view = f"lc_before_{rule}"
+    spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
     monkeypatch.undo()
-    entry = vl.load("lc_in_before").entry
-    old_spec = {k: v for k, v in entry.spec.items() if k != "in_filters"}
+    entry = vl.load(view).entry
+    old_spec = {k: v for k, v in entry.spec.items() if k != rule}
     old = views_module.load_compiled(vl, dataclasses.replace(entry, spec=old_spec))
     assert set(old.program.maps) == set(entry.spec["maps"])
-    new = views_module.compile_definition(IN_QUERY, views_module.StoredTables(entry.spec["refs"]),
-                                           None)
-    assert len(new.program.maps) < len(old.program.maps)      # no global counts
-    vl.forget(entry.id)
+    new = views_module.compile_definition(query, views_module.StoredTables(entry.spec["refs"]), None)
+    assert len(new.program.maps) < len(old.program.maps)      # the rule changes the maps
+    vl.forget(entry.id)                                       # as a new process would
     for _ in range(2):
         work.batch()
-        spark.sql("REFRESH INCREMENTAL VIEW lc_in_before")
-        assert_view_matches(spark, "lc_in_before", IN_QUERY)
-    spark.sql("DROP INCREMENTAL VIEW lc_in_before")
+        spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+        assert_view_matches(spark, view, query)
+    spark.sql(f"DROP INCREMENTAL VIEW {view}")

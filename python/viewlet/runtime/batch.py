@@ -109,7 +109,18 @@ def _run_spark(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:
 
         return _run_phases(view, plan, inputs, execute, stats)
     finally:
-        view.ctx.store.drop(scratch)
+        _retire_scratch(view, scratch)
+
+
+def _retire_scratch(view, scratch: str):
+    """Drop the staged files of the view's previous Spark batch, keep this batch's until the
+    next one: Spark jobs were seen still reading a batch's files after its result had been
+    collected (FILE_NOT_EXIST in a benchmark's log, results unaffected), which a drop right
+    away turns into failing tasks. DROP removes the view's directory, scratch included."""
+    previous = view.compiled.cache.get("scratch")
+    view.compiled.cache["scratch"] = scratch
+    if previous is not None and previous != scratch:
+        view.ctx.store.drop(previous)
 
 
 def _run_local(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:

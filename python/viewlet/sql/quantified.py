@@ -49,7 +49,7 @@ def _replace(node, sql, columns_of):
     select = node.this.this if isinstance(node.this, exp.Subquery) else node.this
     if not isinstance(select, exp.Select):
         _fail(sql, f"{kind} over a list (only subqueries)", node,
-              f"Compare with each value, or write the values as IN (...).")
+              "Compare with each value, or write the values as IN (...).")
     if len(select.expressions) != 1 or isinstance(select.expressions[0], exp.Star):
         _fail(sql, f"{kind} with a subquery not returning exactly one column", node)
     if select.args.get("group") is not None or select.args.get("having") is not None or \
