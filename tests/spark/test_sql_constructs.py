@@ -91,3 +91,28 @@ def test_udfs_deterministic_maintained_nondeterministic_refused(spark, vl, tmp_p
     assert f"column {sql.index('vl_noisy') + 1} of the query" in text
     assert "asNondeterministic" in text
     assert "v_noisy" not in vl.view_names() and _view_dirs(vl) == before
+
+
+def test_a_query_spark_cannot_plan_is_refused_and_its_remedy_maintained(spark, vl, tmp_path):
+    """Spark evaluates a correlated scalar subquery's value over no rows while planning, so
+    under ANSI mode `COALESCE(SUM(..), 0) / COALESCE(SUM(1), 0)` divides by zero before any
+    row is read: CREATE refuses it with Spark's error and the remedy, leaving nothing. With
+    the remedy (NULLIF) the view is exact through batches that delete whole groups."""
+    from pyspark.errors import AnalysisException
+    work = registered_workload(spark, str(tmp_path), 12)
+    ratio = "COALESCE(SUM(r2.c), 0) / {den}"
+    query = ("SELECT r1.a, r1.b FROM r r1 WHERE r1.c > (SELECT " + ratio +
+             " FROM r r2 WHERE r2.a = r1.a)")
+    failing = query.format(den="COALESCE(SUM(1), 0)")
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+        spark.sql(failing).collect()                       # Spark's own evaluation
+    before = _view_dirs(vl)
+    with pytest.raises(AnalysisException) as err:
+        spark.sql(f"CREATE INCREMENTAL VIEW v_unplannable AS {failing}")
+    text = str(err.value)
+    assert "Spark cannot run the defining query" in text and "DIVIDE_BY_ZERO" in text
+    assert "NULLIF(divisor, 0)" in text
+    assert "v_unplannable" not in vl.view_names() and _view_dirs(vl) == before
+    remedy = query.format(den="NULLIF(COALESCE(SUM(1), 0), 0)")
+    check_view_through_batches(spark, work, "v_remedy", remedy, None, BATCHES)

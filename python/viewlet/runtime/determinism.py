@@ -1,4 +1,4 @@
-"""Refusing non-deterministic views by asking Spark.
+"""Refusing views by asking Spark: non-deterministic ones, and queries Spark cannot plan.
 
 The front end refuses the built-in non-deterministic functions by name (no Spark needed for
 EXPLAIN of a file). At CREATE, Spark analyzes the defining query anyway; Catalyst marks
@@ -14,7 +14,7 @@ from typing import Optional
 import sqlglot
 from sqlglot import exp
 
-from ..errors import UnsupportedSQL
+from ..errors import UnsupportedSQL, ViewletError
 from ..sql.checks import position_of
 
 _DETAIL = ("A view must be a deterministic function of its tables. A UDF is deterministic "
@@ -87,3 +87,26 @@ def _position(sql: str, name: Optional[str]) -> Optional[int]:
             if (text or "").lower() == low:
                 return position_of(node)
     return None
+
+
+def reject_unplannable(df, sql: str) -> None:
+    """Raise ViewletError if Spark's optimizer fails on the defining query. Spark evaluates
+    some expressions while planning (a correlated scalar subquery's value over no rows, to
+    handle groups without rows; constant folding), so a query can fail before it reads a
+    row: `x > (SELECT COALESCE(SUM(y), 0) / COALESCE(SUM(1), 0) ... WHERE corr)` divides by
+    zero under ANSI mode whatever the data. Such a view would fail at its first batch that
+    evaluates that value; it is refused at CREATE with Spark's error instead."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    try:
+        df._jdf.queryExecution().optimizedPlan()
+    except (Py4JJavaError, PySparkException) as e:   # PySpark converts most Java errors
+        if isinstance(e, Py4JJavaError):
+            from pyspark.errors.exceptions.captured import convert_exception
+            e = convert_exception(e.java_exception)
+        message = str(e).splitlines()[0]
+        raise ViewletError(
+            f"Spark cannot run the defining query: {message} Spark raises this for the query "
+            f"itself, before reading any row (it evaluates a subquery's value over no rows while "
+            f"planning): change the query so that Spark runs it, e.g. NULLIF(divisor, 0) or "
+            f"try_divide for a divisor that is 0 over no rows.") from None

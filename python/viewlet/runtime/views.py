@@ -26,7 +26,7 @@ from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
 from . import chain, drift, faults, hot, initial_load, maps
 from .catalog import Entry
-from .determinism import reject_nondeterministic
+from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
                          normalize_value_type, parts_key, result_layout)
 from .manifest import BatchRecord, Manifest
@@ -316,6 +316,7 @@ def _output_types(ctx, sql, frames, location_of):
     text, params = bind_tables(sql, frames, location_of)
     df = ctx.spark.sql(text, **params)
     reject_nondeterministic(df, sql)         # UDFs: what the front end cannot know
+    reject_unplannable(df, sql)              # errors Spark raises while planning
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
 
