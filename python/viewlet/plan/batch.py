@@ -290,7 +290,7 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
                 key_types.append(schema.key_types[j])
             g = f"g{key_sql.index(expr)}"
             cols.append(g)
-            found = sel.key_origins[j] if j < len(sel.key_origins) else None
+            found = sel.key_origins[j]
             known = key_origins.get(g, found)
             key_origins[g] = None if found is None or known is None else known | found
         extra = [c for c in sel.conds if c not in common]

@@ -116,10 +116,10 @@ def ansi(view) -> bool:
 
 def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
     mode = setting(view)
+    rows = input_rows(view, plan, record, deltas)     # also sizes a Spark batch's partitions
     if mode == SPARK:
-        return Choice(SPARK, "engine = 'spark'", input_rows(view, plan, record, deltas))
+        return Choice(SPARK, "engine = 'spark'", rows)
     blocker = local_blocker(view)
-    rows = input_rows(view, plan, record, deltas)
     if blocker is not None:
         return Choice(SPARK, f"the local target cannot run this view: {blocker}", rows)
     if mode == LOCAL:
@@ -137,8 +137,6 @@ def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
 ROWS_PER_PARTITION = 500_000
 
 
-#: SQL settings of the user's session that decide what a query computes: a batch query
-#: runs with the user's values of them
 def batch_session(view, input_rows: Optional[int]):
     """The Spark session a batch query runs in: a clone of the user's session, taken per
     batch (about 2 ms), so it has everything the user's queries see (functions and UDFs,

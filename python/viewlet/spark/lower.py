@@ -142,7 +142,7 @@ class Select:
     keys: List[str]           # SQL of each group variable
     product: str
     #: per group variable, the batch columns its values are among (None: unknown)
-    key_origins: List[Optional[FrozenSet[Tuple[object, str]]]] = field(default_factory=list)
+    key_origins: List[Optional[FrozenSet[Tuple[object, str]]]]
 
     def sql(self, out_keys: Sequence[str], out_value: str) -> str:
         keys = [f"{k} AS {q(o)}" for k, o in zip(self.keys, out_keys)]
@@ -186,7 +186,7 @@ def _domain_origins(query: Query, source: Optional["AtomSource"] = None) -> Orig
     out: Dict[str, FrozenSet] = {}
     per_monomial = []
     for m in query.monomials:
-        origin = dict(batch_origins(m, None, source))
+        origin = batch_origins(m, None, source)
         if source is not None:
             _chain_map_origins(m, origin, source)
         per_monomial.append(origin)
@@ -242,7 +242,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     conds: List[str] = []
     mults: List[str] = []
     binding: Dict[str, str] = {}
-    origin = dict(batch_origins(mono, origins, source))
+    origin = batch_origins(mono, origins, source)
     derived = _chain_map_origins(mono, origin, source)
 
     def bind(var: str, sql: str):
