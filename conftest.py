@@ -13,6 +13,12 @@ if os.path.join(ROOT, "python") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+# tests/delta runs in a pytest process of its own (scripts/test.sh) whose session has
+# delta-spark's extension and catalog too: a JVM's session settings are fixed at its start.
+DELTA_SESSION = os.environ.get("VIEWLET_TEST_DELTA_SPARK") == "1"
+collect_ignore_glob = [] if DELTA_SESSION else ["tests/delta/*"]
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
@@ -28,6 +34,15 @@ def spark(tmp_path_factory):
         .config("spark.viewlet.engine", os.environ.get("VIEWLET_TEST_ENGINE", "local"))
     # 4g: the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run; the engine: the
     # target every batch runs on (tests/spark/oracle.py checks it), CI runs both
+    if DELTA_SESSION:
+        # as a user would: delta's pip helper (the jar from Maven through Spark's Ivy), its
+        # extension and catalog first, Viewlet's configure_spark appending to them
+        from delta.pip_utils import configure_spark_with_delta_pip
+        builder = configure_spark_with_delta_pip(builder) \
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \
+            .config("spark.sql.catalog.spark_catalog",
+                    "org.apache.spark.sql.delta.catalog.DeltaCatalog") \
+            .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
     session = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

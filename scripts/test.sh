@@ -4,7 +4,9 @@
 # in the driver, the test session's spark.viewlet.engine), then the Spark oracle tests again
 # with every batch on Spark (VIEWLET_TEST_ENGINE=spark). The TPC-H oracle module runs in a
 # pytest process (one Spark driver) of its own: after the rest of the suite, the wide joins'
-# query plans kept a shared driver's heap in full GC.
+# query plans kept a shared driver's heap in full GC. tests/delta runs in a session with
+# delta-spark (its jar fetched from Maven Central by Spark, as a user's session does), also a
+# pytest process of its own: a JVM's extensions and catalog are fixed when it starts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -13,6 +15,7 @@ status=0
 run() { "$@" || status=$?; }
 run .venv/bin/python -m pytest tests integration --ignore="$TPCH" "$@"
 run .venv/bin/python -m pytest "$TPCH" "$@"
+run env VIEWLET_TEST_DELTA_SPARK=1 .venv/bin/python -m pytest tests/delta "$@"
 export VIEWLET_TEST_ENGINE=spark
 run .venv/bin/python -m pytest tests/spark tests/ops/test_crash_safety.py --ignore="$TPCH" "$@"
 run .venv/bin/python -m pytest "$TPCH" "$@"

@@ -137,6 +137,10 @@ def _sql_parser() -> argparse.ArgumentParser:
                     help="Viewlet warehouse directory or URI (spark.viewlet.warehouse; default "
                          "./viewlet-warehouse). Spark's metastore_db, derby.log and "
                          "spark-warehouse go under <warehouse>/spark when it is local.")
+    ap.add_argument("--delta", action="store_true",
+                    help="also load delta-spark (Delta Lake's Spark extension and DeltaCatalog; "
+                         "its jar is fetched by Spark from Maven Central): catalog tables USING "
+                         "delta, UPDATE/DELETE/MERGE on Delta tables, views in SHOW TABLES")
     ap.add_argument("--print-command", action="store_true",
                     help="print the equivalent spark-sql command line and exit; run it "
                          "without this launcher")
@@ -144,6 +148,7 @@ def _sql_parser() -> argparse.ArgumentParser:
 
 
 def _sql(argv: List[str]) -> int:
+    from .errors import ViewletError
     from .jvm.build import ViewletBuildError
     from . import shell
 
@@ -152,8 +157,9 @@ def _sql(argv: List[str]) -> int:
     passthrough += argv[cut + 1:]
     try:
         from .jvm import jar_path
-        argv_, env = shell.spark_sql_command(args.warehouse, passthrough, jar_path())
-    except (shell.ShellUnavailable, ViewletBuildError) as e:
+        argv_, env = shell.spark_sql_command(args.warehouse, passthrough, jar_path(),
+                                             delta_spark=args.delta)
+    except (shell.ShellUnavailable, ViewletBuildError, ViewletError) as e:
         print(f"viewlet sql: {e}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     if args.print_command:

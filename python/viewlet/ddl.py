@@ -2,7 +2,7 @@
 
   CREATE [OR REPLACE] INCREMENTAL VIEW [IF NOT EXISTS] name [WITH (option = value, ...)] AS query
       options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false,
-               map_writes = 'append' | 'merge', engine = 'auto' | 'local' | 'spark'
+               map_writes = 'append' | 'merge', engine = 'auto' | 'local' | 'spark' | 'distributed'
   DROP INCREMENTAL VIEW [IF EXISTS] name
   REFRESH INCREMENTAL VIEW name [FULL]
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL

@@ -11,7 +11,7 @@ import json
 import logging
 import traceback
 
-from . import commands, ddl
+from . import commands, ddl, relations
 from .errors import ViewletError
 
 log = logging.getLogger("viewlet")
@@ -46,6 +46,12 @@ class ViewletHandler:
 
     def describe(self, text):
         try:
+            table = relations.parse(text)
+            if table is not None:        # Spark's DESCRIBE: answered for Viewlet's names only
+                if not relations.claims(self.ctx, table):
+                    return json.dumps({"decline": True})
+                return json.dumps({"columns": [{"name": n, "type": t}
+                                               for n, t in relations.outputs(table)]})
             st = ddl.parse(text)
             return json.dumps({"columns": [{"name": n, "type": t} for n, t in ddl.OUTPUTS[st.kind]]})
         except BaseException as e:  # noqa: BLE001 - reported to the JVM
@@ -53,7 +59,9 @@ class ViewletHandler:
 
     def execute(self, text):
         try:
-            rows = commands.run(self.ctx, ddl.parse(text))
+            table = relations.parse(text)
+            rows = relations.run(self.ctx, table) if table is not None else \
+                commands.run(self.ctx, ddl.parse(text))
             return json.dumps({"rows": [[_json_value(v) for v in r] for r in rows]})
         except BaseException as e:  # noqa: BLE001
             return _error(e, text)
@@ -68,6 +76,19 @@ class ViewletHandler:
         except BaseException:  # noqa: BLE001
             log.warning("Viewlet could not resolve %s", parts_json, exc_info=True)
             return None
+
+    def relationKinds(self, names_json):  # noqa: N802 - Java interface name
+        try:
+            return json.dumps(relations.kinds(self.ctx, json.loads(names_json)))
+        except BaseException:  # noqa: BLE001 - an answer Spark can act on: not Viewlet's
+            log.warning("Viewlet could not look up %s", names_json, exc_info=True)
+            return json.dumps([{"travel": False, "write": None} for _ in json.loads(names_json)])
+
+    def resolveRelationAt(self, parts_json, version, micros):  # noqa: N802 - Java name
+        # errors propagate: the JVM reports the Python message (a version that does not exist)
+        df = relations.read_at(self.ctx, json.loads(parts_json), version,
+                               None if micros is None else int(micros))
+        return None if df is None else df._jdf.queryExecution().analyzed()
 
     class Java:
         implements = ["io.viewlet.spark.ViewletHandler"]

@@ -18,11 +18,18 @@ log = logging.getLogger("viewlet")
 _current: Optional[Viewlet] = None
 
 
-def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = None) -> SparkSession.Builder:
+def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = None,
+                    delta_spark: bool = False) -> SparkSession.Builder:
     """Add Viewlet's extension jar and parser hook to a session builder (like delta's
-    configure_spark_with_delta_pip). Call viewlet.enable(spark) once the session exists."""
+    configure_spark_with_delta_pip, with which it composes in either order: both append to
+    spark.sql.extensions). `delta_spark=True` also adds Delta Lake's extension, DeltaCatalog
+    and its jar (docs/delta-sessions.md). Call viewlet.enable(spark) once the session exists."""
     from .jvm import jar_path
     jar = jar_path()
+    if delta_spark:
+        from . import delta_spark as delta
+        for key, value in delta.settings(getattr(builder, "_options", {})).items():
+            builder = builder.config(key, value)
     options = getattr(builder, "_options", {})
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
     extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
@@ -43,10 +50,14 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     jvm = spark.sparkContext._jvm
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if EXTENSION not in extensions:
+        overwritten = f" (spark.sql.extensions is {extensions!r}: a later .config() of it " \
+            "replaced Viewlet's; list both, comma-separated, or set it before " \
+            "viewlet.configure_spark, which appends to it)" if extensions else ""
         raise ViewletError(
-            "Viewlet's extension is not loaded in this Spark session. Build the session with "
-            "viewlet.configure_spark(SparkSession.builder, warehouse=...).getOrCreate(), or start "
-            f"it with --jars <viewlet jar> --conf spark.sql.extensions={EXTENSION}.")
+            f"Viewlet's extension is not loaded in this Spark session{overwritten}. Build the "
+            "session with viewlet.configure_spark(SparkSession.builder, warehouse=...)"
+            ".getOrCreate(), or start it with --jars <viewlet jar> --conf "
+            f"spark.sql.extensions={EXTENSION}.")
     location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
         os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
     ctx = Viewlet(spark, location)
@@ -55,6 +66,8 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     ensure_callback_server_started(spark.sparkContext._gateway)
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
     _current = ctx
+    from .runtime.published import publish_all
+    publish_all(ctx)          # an in-memory catalog of a new session has none of the views
     log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
     return ctx
 

@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .runtime.layout import join, normalize_location
 from .session import DEFAULT_WAREHOUSE, EXTENSION, WAREHOUSE_CONF
@@ -43,9 +43,11 @@ def spark_home() -> Path:
 
 def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
                       python: str = sys.executable,
-                      home: Path | None = None) -> Tuple[List[str], Dict[str, str]]:
+                      home: Path | None = None,
+                      delta_spark: bool = False) -> Tuple[List[str], Dict[str, str]]:
     """(argv, environment additions) of the spark-sql run; `args` go to spark-sql last, so
-    their --conf settings win over these defaults."""
+    their --conf settings win over these defaults, except spark.sql.extensions, which keeps
+    Viewlet's after the user's. `delta_spark`: add Delta Lake's extension, catalog and jar."""
     home = home or spark_home()
     location = normalize_location(warehouse or DEFAULT_WAREHOUSE)
     confs = [
@@ -63,10 +65,36 @@ def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
             # derby.log goes to derby.system.home (default: the current directory)
             ("spark.driver.extraJavaOptions", f"-Dderby.system.home={_java_option(state)}"),
         ]
+    args = list(args)
+    extensions = _passed_conf(args, "spark.sql.extensions")
+    if extensions is not None:    # the user's extensions (delta-spark's, say) and Viewlet's
+        confs[0] = ("spark.sql.extensions", ",".join([e for e in extensions.split(",") if e
+                                                      and e != EXTENSION] + [EXTENSION]))
+    if delta_spark:
+        from . import delta_spark as delta
+        added = delta.settings(dict(confs))
+        confs = [(k, added.get(k, v)) for k, v in confs] + \
+            [(k, v) for k, v in added.items() if k not in dict(confs)]
     argv = [str(home / "bin" / "spark-sql"), "--jars", jar]
     for key, value in confs:
         argv += ["--conf", f"{key}={value}"]
-    return argv + list(args), {"SPARK_HOME": str(home)}
+    return argv + args, {"SPARK_HOME": str(home)}
+
+
+def _passed_conf(args: List[str], key: str) -> Optional[str]:
+    """The value of `--conf key=value` among args, removed from them (the last one wins)."""
+    found = None
+    i = 0
+    while i < len(args):
+        if args[i] == "--conf" and i + 1 < len(args) and args[i + 1].startswith(key + "="):
+            found = args[i + 1].split("=", 1)[1]
+            del args[i:i + 2]
+        elif args[i].startswith(f"--conf={key}="):
+            found = args[i].split("=", 2)[2]
+            del args[i]
+        else:
+            i += 1
+    return found
 
 
 def format_command(argv: Sequence[str], env: Dict[str, str]) -> str:

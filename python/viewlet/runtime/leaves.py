@@ -183,3 +183,41 @@ class ArrowLeaves(LeafReader):
 
 def _rows(snap) -> Optional[int]:
     return sum(s.rows or 0 for s in snap.stats) if snap.stats is not None else None
+
+
+class FrameLeaves:
+    """Leaves as DataFrames for a distributed batch (runtime/distributed.py): the batch's
+    changes as staged by the executors, relations at a version and maps read from their
+    Delta files. A map read by lookup is bound to the whole map: the plan joins it with
+    the batch's keys anyway (a lookup's rows are the ones the join keeps), on the
+    executors, where the driver-side lookup would have to bring the keys and rows to the
+    driver."""
+
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, object], spark):
+        self.view, self.record, self.deltas, self.spark = view, record, deltas, spark
+        self.pending: Dict[Tuple[str, str], object] = {}   # (map, trigger) -> its delta
+        self.reads: List[list] = []
+        self._maps: Dict[str, object] = {}
+
+    def bind(self, leaf: Leaf):
+        from ..spark.io import read_table, snapshot_frame
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "delta":
+            return self.deltas[leaf.name]
+        if leaf.kind == "pending":
+            found = self.pending.get((leaf.name, leaf.detail[0]))
+            return found if found is not None else \
+                self.spark.createDataFrame([], view.map_schema(leaf.name).struct())
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return read_table(self.spark, ctx.store, view.table_path(leaf.name),
+                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+        if leaf.name not in self._maps:
+            schema = view.map_schema(leaf.name)
+            snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+            rows = _rows(snap)
+            self.reads.append([leaf.name, len(snap.files), len(snap.files), rows, rows, rows,
+                               "delta"])
+            self._maps[leaf.name] = snapshot_frame(self.spark, snap,
+                                                   schema.keys + list(schema.values))
+        return self._maps[leaf.name]

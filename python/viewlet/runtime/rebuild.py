@@ -14,7 +14,7 @@ from ..errors import ViewNotFound
 from . import chain, views
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
-KEPT_SETTINGS = ("refresh", "map_writes")
+KEPT_SETTINGS = ("refresh", "map_writes", "catalog_name")
 
 
 def rebuild_view(ctx, name: str) -> Dict:

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from ..errors import TableNotFound, ViewletError
+from ..spark.catalog_tables import delta_location
 from ..spark.io import spark_schema
 from ..sql.ctes import inline_ctes
 from ..sql.quantified import rewrite_quantified
@@ -17,8 +18,9 @@ from .layout import normalize_location
 
 
 class LiveResolver:
-    """delta.`/path`, names given with register_table, and incremental views (read as their
-    result tables, runtime/chain.py); nothing else can be a base table."""
+    """delta.`/path`, names given with register_table, Delta tables of Spark's catalog (with
+    delta-spark, spark/catalog_tables.py), and incremental views (read as their result tables,
+    runtime/chain.py); nothing else can be a base table."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -31,9 +33,13 @@ class LiveResolver:
         entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
         if entry is not None:
             return entry.location, name
+        location = delta_location(self.ctx.spark, parts)
+        if location is not None:
+            return location, name
         raise TableNotFound(
             f"Table '{name}' not found. Base tables of an incremental view must be Delta tables: "
-            f"write delta.`/path/to/table`, or name one with "
+            f"write delta.`/path/to/table`, create it in the session catalog (CREATE TABLE "
+            f"{name} ... USING delta, with delta-spark), or name one with "
             f"viewlet.register_table(spark, '{name}', '/path/to/table').")
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:

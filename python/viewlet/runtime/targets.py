@@ -32,8 +32,9 @@ from ..plan.batch import LEAF_PREFIX, Leaf, Phase
 from ..plan.cse import reference_counts
 from ..spark.lower import MULT
 
-LOCAL, SPARK, AUTO = "local", "spark", "auto"
-ENGINES = (AUTO, LOCAL, SPARK)
+LOCAL, SPARK, AUTO, DISTRIBUTED = "local", "spark", "auto", "distributed"
+#: distributed: Spark with nothing collected to the driver (runtime/distributed.py)
+ENGINES = (AUTO, LOCAL, SPARK, DISTRIBUTED)
 ENGINE_CONF = "spark.viewlet.engine"
 MAX_ROWS_CONF = "spark.viewlet.local.maxInputRows"
 DEFAULT_MAX_ROWS = 10_000_000
@@ -57,7 +58,7 @@ def failure_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if not isinstance(e, (LocalEngineError, NotLocal)) else str(e)
 
 
-def _conf(spark, key: str, default: Optional[str] = None) -> Optional[str]:
+def conf(spark, key: str, default: Optional[str] = None) -> Optional[str]:
     try:
         return spark.conf.get(key, default)
     except Exception:        # a stopped session, a conf Spark refuses: the default
@@ -69,12 +70,12 @@ def setting(view) -> str:
     option = view.spec.get("engine")
     if option:
         return option
-    value = (_conf(view.ctx.spark, ENGINE_CONF) or AUTO).strip().lower()
+    value = (conf(view.ctx.spark, ENGINE_CONF) or AUTO).strip().lower()
     return value if value in ENGINES else AUTO
 
 
 def max_rows(view) -> int:
-    raw = _conf(view.ctx.spark, MAX_ROWS_CONF)
+    raw = conf(view.ctx.spark, MAX_ROWS_CONF)
     try:
         return int(raw) if raw is not None else DEFAULT_MAX_ROWS
     except ValueError:
@@ -84,10 +85,10 @@ def max_rows(view) -> int:
 def memory_budget(spark) -> int:
     """Bytes the hot maps may hold: spark.viewlet.local.memory (e.g. 512m, 4g; 0 keeps no
     map in memory), else half of spark.driver.memory (1g when unset)."""
-    raw = _conf(spark, MEMORY_CONF)
+    raw = conf(spark, MEMORY_CONF)
     if raw is not None:
         return parse_bytes(raw, MEMORY_CONF)
-    return int(MEMORY_SHARE * parse_bytes(_conf(spark, "spark.driver.memory", "1g") or "1g",
+    return int(MEMORY_SHARE * parse_bytes(conf(spark, "spark.driver.memory", "1g") or "1g",
                                           "spark.driver.memory"))
 
 
@@ -111,13 +112,13 @@ def parse_bytes(text: str, setting: str) -> int:
 
 
 def ansi(view) -> bool:
-    return str(_conf(view.ctx.spark, ANSI_CONF, "true")).lower() == "true"
+    return str(conf(view.ctx.spark, ANSI_CONF, "true")).lower() == "true"
 
 
 def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
     mode = setting(view)
     rows = input_rows(view, plan, record, deltas)     # also sizes a Spark batch's partitions
-    if mode == SPARK:
+    if mode in (SPARK, DISTRIBUTED):
         return Choice(SPARK, "engine = 'spark'", rows)
     blocker = local_blocker(view)
     if blocker is not None:
@@ -150,9 +151,11 @@ def batch_session(view, input_rows: Optional[int]):
     # cloneSession is Scala's private[sql], public in bytecode: py4j reaches it
     session = SparkSession(user.sparkContext, user._jsparkSession.cloneSession())
     session.conf.set("spark.sql.adaptive.enabled", "false")
-    most = int(_conf(user, "spark.sql.shuffle.partitions", "200") or 200)
+    most = int(conf(user, "spark.sql.shuffle.partitions", "200") or 200)
     wanted = max(1, min(most, -(-(input_rows or 0) // ROWS_PER_PARTITION)))
     session.conf.set("spark.sql.shuffle.partitions", str(wanted))
+    # Delta tables hold timestamps as INT64 microseconds (Spark writes INT96 by default)
+    session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     return session
 
 

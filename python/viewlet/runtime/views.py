@@ -24,7 +24,8 @@ from ..sql.multisets import AVG_DISTINCT
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
-from . import chain, drift, faults, hot, initial_load, maps
+from ..spark.catalog_views import result_properties
+from . import chain, distributed, drift, faults, hot, initial_load, maps, published
 from .catalog import Entry
 from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -169,6 +170,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
         raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
                                 "use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
+    catalog_name = published.reserve(ctx, name) if replacing is None else \
+        replacing.spec.get("catalog_name")
     recorder = RecordingResolver(ctx.resolver())
     compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
     spec = compiled.spec
@@ -208,27 +211,50 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         arrow = {part: arrow_schema(MapSchema(maps_json[part]["keys"], maps_json[part]["key_types"],
                                               maps_json[part]["values"]).struct())
                  for part in parts}
-        loaded = initial_load.collect(parts, arrow, _base_rows(ctx, compiled, versions))
-        for i, (part, data) in enumerate(loaded, 1):
-            progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
-            written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
-                                         maps_json[part]["keys"], maps_json[part]["cluster"], txn)
-            if part in kept:
-                kept_data[part] = data
-            if ctx.hot_maps.fits(sum(t.nbytes for t in warm.values()) + written.nbytes):
-                warm[part] = written
-            del data, written
-        source.release()
-        progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
+        base_rows = _base_rows(ctx, compiled, versions)
+        scale_out = distributed.load_reason(ctx, options, base_rows)
         scratch = ctx.layout.scratch_dir(view_id, "create")
         try:
-            result = frame_arrow(_initial_result(ctx, compiled, layout, agg_types, kept_data,
-                                                 maps_json, sql, frames, location_of, scratch))
+            if scale_out is not None:
+                log.info("View %s: loading on the executors: %s", name, scale_out)
+                read = {}
+                for i, part in enumerate(parts, 1):
+                    progress.step(f"loading map {part} on the executors ({i}/{len(parts) + 1})")
+                    path = ctx.layout.map_table(view_id, part)
+                    distributed.create_map(ctx, path, parts[part], maps_json[part], arrow[part], txn,
+                                           base_rows)
+                    if part in kept:
+                        read[part] = read_table(ctx.spark, ctx.store, path, 0)
+            else:
+                loaded = initial_load.collect(parts, arrow, base_rows)
+                for i, (part, data) in enumerate(loaded, 1):
+                    progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
+                    written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part),
+                                                 data, maps_json[part]["keys"],
+                                                 maps_json[part]["cluster"], txn)
+                    if part in kept:
+                        kept_data[part] = data
+                    if ctx.hot_maps.fits(sum(t.nbytes for t in warm.values()) + written.nbytes):
+                        warm[part] = written
+                    del data, written
+                read = _staged(ctx, kept_data, scratch)
+            source.release()
+            progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
+            result_frame = _initial_result(ctx, compiled, layout, agg_types, read, maps_json,
+                                           sql, frames, location_of)
+            properties = result_properties(name, ctx.layout.catalog)
+            if scale_out is not None:
+                result_rows = distributed.create_result(ctx, ctx.layout.result_table(view_id),
+                                                        result_frame, txn, properties)
+            else:
+                result = frame_arrow(result_frame)
+                ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn,
+                                 properties=properties)
+                result_rows = result.num_rows
+                del result
         finally:
             ctx.store.drop(scratch)
-        ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn)
-        result_rows = result.num_rows
-        del result, kept_data
+        del kept_data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
@@ -239,6 +265,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
             "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
             "fused": compiled.fused, "in_filters": compiled.in_filters,
+            **({"catalog_name": catalog_name} if catalog_name else {}),
             **(options or {}),
         })
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
@@ -250,6 +277,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             source.release()
         progress.__exit__()
     ctx.remember(entry, compiled)
+    published.publish(ctx, entry, ctx.layout.result_table(view_id))
     _keep_hot(ctx, name, warm)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
@@ -294,6 +322,7 @@ def _prepare_base_tables(ctx, name: str, compiled: CompiledView) -> Dict[str, in
         if table.view:
             versions[rel] = chain.upstream_version(ctx, name, table, until)
             continue
+        ctx.store.observe(table.id)       # a table replaced at its path is seen as new
         if not ctx.store.change_feed_enabled(table.id):
             if not ctx.auto_enable_change_feed:
                 raise ViewletError(
@@ -370,20 +399,24 @@ def _initial_map(ctx, m, source):
     return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
 
 
-def _initial_result(ctx, compiled, layout, agg_types, data, maps_json, sql, frames,
-                    location_of, scratch) -> DataFrame:
-    """`data`: the rows just loaded of the view state and of its multisets."""
-    if compiled.depth == 0:
-        text, params = bind_tables(sql, frames, location_of)
-        df = ctx.spark.sql(text, **params)
-        return df.toDF(*[c["physical"] for c in layout["columns"]])
-    # From the view state and multisets just loaded (Parquet files), not by aggregating the
-    # tables again.
-    state_json = maps_json[compiled.program.view_map]
+def _staged(ctx, data: Dict[str, pa.Table], scratch: str) -> Dict[str, DataFrame]:
+    """Rows held on the driver as DataFrames over Parquet files in `scratch`."""
     read = {}
     for name, rows in data.items():
         location = ctx.store.write_file(f"{scratch}/{name}.parquet", rows)
         read[name] = ctx.spark.read.schema(spark_schema(rows.schema)).parquet(location)
+    return read
+
+
+def _initial_result(ctx, compiled, layout, agg_types, read: Dict[str, DataFrame], maps_json,
+                    sql, frames, location_of) -> DataFrame:
+    """`read`: the view state and its multisets just loaded, as DataFrames."""
+    if compiled.depth == 0:
+        text, params = bind_tables(sql, frames, location_of)
+        df = ctx.spark.sql(text, **params)
+        return df.toDF(*[c["physical"] for c in layout["columns"]])
+    # From the view state and multisets just loaded, not by aggregating the tables again.
+    state_json = maps_json[compiled.program.view_map]
     rows_sql = result_rows_sql(compiled.spec, layout, agg_types, state_json["keys"], COUNT_COLUMN,
                                {m: maps_json[m]["keys"] for m in multiset_params(compiled.spec)})
     state_frame = read[compiled.program.view_map]
@@ -467,6 +500,9 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
             "the local target cannot run this view: depth 0 recomputes the view on Spark"
         _recompute(view, record, txn, stats)
         return stats
+    scale_out = distributed.reason_for(view, record)
+    if scale_out is not None:
+        return distributed.apply_batch(view, record, progress, previous, scale_out)
     deltas = run_triggers(view, record, stats, progress)
     result = None
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
@@ -532,7 +568,13 @@ def _compact_maps(view: LoadedView, record: BatchRecord, appended: Dict[str, int
             due = layout.due()
         else:
             due = layout.due(ctx.store.snapshot(path))
-        if due:
+        if due and distributed.too_large_to_collect(view, layout):
+            progress.spark().step(f"compacting map {name} on the executors")
+            compacted = distributed.compact_map(view, name, record.batch)
+            if compacted is not None:
+                layout = compacted
+                ctx.store.vacuum(path, record.map_versions[name])
+        elif due:
             progress.step(f"compacting map {name}")
             schema = view.map_schema(name)
             zero = _zero_columns(view, name)
@@ -599,7 +641,7 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
         multisets[param] = pa.concat_tables(rows)
-    rows_sql, columns = _result_sql(view)
+    rows_sql, columns = result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
     ins = None
     if local:
@@ -627,7 +669,7 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
 
 
-def _result_sql(view: LoadedView):
+def result_sql(view: LoadedView):
     """SQL over `{s}` (the touched groups' new state) giving their result rows, and the
     result table's columns; built once per view."""
     cache = view.compiled.cache
@@ -644,15 +686,20 @@ def _result_sql(view: LoadedView):
     return cache["result_sql"]
 
 
+def result_schema(view: LoadedView, columns) -> StructType:
+    """The result table's columns (`columns`, from result_sql) with their Spark types."""
+    layout = view.spec["result"]
+    schema = view.map_schema(view.spec["view_map"])
+    types = {c["physical"]: c["type"] for c in layout["columns"]}
+    key_of = {name: gi for name, gi in layout["keys"]}
+    return StructType.fromDDL(", ".join(f"{q(c)} {types.get(c) or schema.key_types[key_of[c]]}"
+                                        for c in columns))
+
+
 def _result_arrow_schema(view: LoadedView, columns) -> pa.Schema:
     cache = view.compiled.cache
     if "result_arrow" not in cache:
-        layout = view.spec["result"]
-        schema = view.map_schema(view.spec["view_map"])
-        types = {c["physical"]: c["type"] for c in layout["columns"]}
-        key_of = {name: gi for name, gi in layout["keys"]}
-        ddl = ", ".join(f"{q(c)} {types.get(c) or schema.key_types[key_of[c]]}" for c in columns)
-        cache["result_arrow"] = arrow_schema(StructType.fromDDL(ddl))
+        cache["result_arrow"] = arrow_schema(result_schema(view, columns))
     return cache["result_arrow"]
 
 
@@ -690,6 +737,7 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
                            f"drop {entry.name}.")
     ctx.catalog.remove(entry.id)      # first: a half-dropped view is never visible
     ctx.forget(entry.id)
+    published.withdraw(ctx, entry, ctx.layout.result_table(entry.id))
     ctx.store.drop(entry.location)
     return {"view": name, "status": "dropped"}
 

@@ -32,9 +32,22 @@ def snapshot_frame(spark: SparkSession, snap: Snapshot, columns: Optional[Iterab
         if snap.partition_columns:
             reader = reader.option("basePath", _base_path(snap))
         df = reader.parquet(*snap.files)
+        if snap.deleted:
+            df = _without_deleted(spark, df, snap)
     if columns is not None:
         df = df.select(*[f"`{c.replace('`', '``')}`" for c in columns])
     return df
+
+
+def _without_deleted(spark: SparkSession, df: DataFrame, snap: Snapshot) -> DataFrame:
+    """The rows deletion vectors have not deleted: Parquet's row index per file (Spark's
+    `_metadata` column), anti-joined with the deleted (file, row) pairs, on the executors."""
+    rows = [(name, i) for name, gone in snap.deleted.items() for i in gone]
+    deleted = spark.createDataFrame(rows, "__viewlet_file string, __viewlet_row long")
+    tagged = df.select("*", df["_metadata.file_name"].alias("__viewlet_file"),
+                       df["_metadata.row_index"].alias("__viewlet_row"))
+    kept = tagged.join(deleted, ["__viewlet_file", "__viewlet_row"], "left_anti")
+    return kept.drop("__viewlet_file", "__viewlet_row")
 
 
 def read_table(spark: SparkSession, store: TableStore, path: str, version: Optional[int] = None,

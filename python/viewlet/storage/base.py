@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 
@@ -59,6 +59,14 @@ class Snapshot:
     schema: pa.Schema
     partition_columns: Tuple[str, ...]
     stats: Optional[Tuple[FileStats, ...]] = None
+    #: rows deleted by deletion vectors (written by delta-spark or Databricks): row indexes
+    #: within the file, by file name (Delta data file names are unique within a table)
+    deleted: Optional[Dict[str, Tuple[int, ...]]] = None
+
+    def deleted_in(self, file: str) -> Tuple[int, ...]:
+        if not self.deleted:
+            return ()
+        return self.deleted.get(file.rsplit("/", 1)[-1], ())
 
     def restricted(self, lookups: Dict[str, Tuple[Set, bool]]) -> "Snapshot":
         """Only the files that can hold a row whose column c equals one of lookups[c]'s
@@ -80,7 +88,34 @@ class Snapshot:
         keep = [i for i, st in enumerate(self.stats) if all(
             _may_hold(st, c, *spec) for c, spec in columns.items())]
         return Snapshot(self.path, self.version, tuple(self.files[i] for i in keep), self.schema,
-                        self.partition_columns, tuple(self.stats[i] for i in keep))
+                        self.partition_columns, tuple(self.stats[i] for i in keep), self.deleted)
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A Parquet file another engine (Spark's executors) wrote into a table's directory and
+    that is not committed yet: its path relative to the table, size, rows and the Delta
+    statistics of its add action (JSON)."""
+
+    path: str
+    size: int
+    rows: int
+    stats: str
+
+
+@dataclass(frozen=True)
+class ChangeFile:
+    """A data file whose rows are (part of) a table's change over some versions, as Spark
+    reads it: `kind` 'cdc' (a change data file: its `_change_type` column gives each row's
+    sign), 'add' (+1) or 'remove' (-1); `deleted`: row indexes its deletion vector deletes
+    (after the commit for 'add', before it for 'remove'); `rows`: its row count when the
+    log says."""
+
+    uri: str
+    kind: str
+    partition_values: Dict[str, Optional[str]]
+    deleted: Tuple[int, ...] = ()
+    rows: Optional[int] = None
 
 
 def _prunable(t: pa.DataType) -> bool:
@@ -157,6 +192,46 @@ class TableStore(ABC):
         commits removed (`_viewlet_sign` -1) and added (+1): rows a commit copied unchanged
         appear with both signs, so only the net per row is the change. Needs no change data
         feed; for tables only Viewlet writes (result tables of upstream views)."""
+
+    @abstractmethod
+    def change_files(self, path: str, after_version: int, to_version: int,
+                     from_files: bool = False) -> List[ChangeFile]:
+        """The data files holding the changes of versions (after_version, to_version], for a
+        reader that scales out (Spark's executors): a commit's change data files where they
+        can be trusted, else the files it removed and added (with their deletion vectors);
+        `from_files`: always the latter (result tables of upstream views, read_file_changes).
+        Rows a commit copied unchanged come with both signs: only the net per row counts."""
+
+    @abstractmethod
+    def change_rows_estimate(self, path: str, after_version: int, to_version: int) -> int:
+        """An upper bound of the rows holding the changes of versions (after_version,
+        to_version], from the log alone (the row counts of the files `change_files` would
+        list), read before deciding where a batch runs."""
+
+    @abstractmethod
+    def describe_files(self, path: str, relative_paths: Sequence[str]) -> List[DataFile]:
+        """The files at these paths (relative to the table at `path`, written there by
+        another engine) with the row counts and statistics their add actions need."""
+
+    @abstractmethod
+    def commit_files(self, path: str, added: Sequence[DataFile], removed: Sequence[str] = (),
+                     txn: Optional[Txn] = None, metadata: Optional[Dict[str, str]] = None,
+                     read_version: Optional[int] = None) -> Optional[int]:
+        """Commit files written into the table's directory (and the removal of `removed`,
+        relative paths of files of `read_version`) as one commit, unless the table already
+        holds `txn`: the version committed, or None (then the files are deleted). A
+        concurrent commit that conflicts raises ConcurrentUpdate."""
+
+    @abstractmethod
+    def create_from_files(self, path: str, schema: pa.Schema, added: Sequence[DataFile],
+                          txn: Optional[Txn] = None, metadata: Optional[Dict[str, str]] = None,
+                          properties: Optional[Dict[str, str]] = None) -> None:
+        """A new table whose first version holds the files written into its directory."""
+
+    @abstractmethod
+    def file_paths(self, path: str, version: int) -> Dict[str, str]:
+        """The data files of a version: file name -> its path as its add action names it
+        (what a remove action must name)."""
 
     @abstractmethod
     def create(self, path: str, data: pa.Table, txn: Optional[Txn] = None,
@@ -236,6 +311,15 @@ class TableStore(ABC):
     def commits(self, path: str, after_version: int, to_version: int) -> "list[Commit]":
         """The commits of versions (after_version, to_version], oldest first (a commit whose
         log entry is gone is reported with operation 'UNKNOWN')."""
+
+    @abstractmethod
+    def history(self, path: str) -> List[Dict]:
+        """The table's commits, newest first, as Delta's DESCRIBE HISTORY gives them (version,
+        timestamp in milliseconds, operation, operationParameters, operationMetrics, ...)."""
+
+    @abstractmethod
+    def properties(self, path: str) -> Dict[str, str]:
+        """The table's properties (its metadata's configuration)."""
 
     @abstractmethod
     def oldest_version(self, path: str) -> int:

@@ -5,18 +5,21 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
-from .base import Commit, FileStats, Snapshot, TableState, TableStore, Txn
-from .update_feed import SIGN_COLUMN, CommitLog, is_unreliable_update, rows_from_files
+from .base import (ChangeFile, Commit, DataFile, FileStats, Snapshot, TableState, TableStore,
+                   Txn)
+from .update_feed import (SIGN_COLUMN, CommitLog, change_files,
+                          changes_deletion_vectors, is_unreliable_update, records, rows_from_files,
+                          without_rows)
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 # Reader features a plain Parquet read of the snapshot files would get wrong.
-_UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+_UNREADABLE_FEATURES = {"columnMapping"}
 _SNAPSHOTS_KEPT = 512
 
 
@@ -113,6 +116,7 @@ class DeltaRsStore(TableStore):
         owned = any(path.startswith(p) for p in self._owned)
         if not owned and path not in marks:
             tables.pop(path, None)           # first look: a handle opened now, not one kept
+            self._forget_snapshots(path)
         dt = self._table(path)
         if not owned:
             # A table dropped and created again at the same path restarts its log: the
@@ -120,12 +124,18 @@ class DeltaRsStore(TableStore):
             seen = marks.get(path)
             if seen is not None and self._commit_mark(dt, seen[0]) != seen[1]:
                 tables.pop(path, None)
+                self._forget_snapshots(path)     # its versions are another table's now
                 dt = self._table(path)
             marks[path] = (dt.version(), self._commit_mark(dt, dt.version()))
         conf = dt.metadata().configuration
         return TableState(dt.version(), dt.metadata().id,
                           str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
                           pa.schema(dt.schema().to_arrow()))
+
+    def _forget_snapshots(self, path: str) -> None:
+        with self._lock:
+            for key in [k for k in self._snapshots if k[0] == path]:
+                del self._snapshots[key]
 
     def _commit_mark(self, dt, version: int) -> Optional[str]:
         actions = _commit_log(dt, self.options).actions(version)
@@ -174,14 +184,18 @@ class DeltaRsStore(TableStore):
                 "delta.columnMapping.mode", "none") != "none":
             raise ViewletError(
                 f"The Delta table at {path} uses {sorted(features & _UNREADABLE_FEATURES) or ['column mapping']}, "
-                "which Viewlet cannot read yet. Rewrite it without deletion vectors or column mapping.")
+                "which Viewlet cannot read yet. Rewrite it without column mapping.")
         schema = pa.schema(dt.schema().to_arrow())
         # file_uris() are percent-encoded; Spark (Hadoop Path) wants them decoded.
         files = tuple(unquote(u) for u in dt.file_uris())
+        deleted = _deleted_rows(dt) if "deletionVectors" in features else None
         return Snapshot(path, dt.version(), files, schema, tuple(dt.metadata().partition_columns),
-                        _file_stats(dt, files, schema.names))
+                        _file_stats(dt, files, schema.names), deleted)
 
     def read_arrow(self, path: str, version: Optional[int] = None) -> pa.Table:
+        snap = self.snapshot(path, version)
+        if snap.deleted is not None:        # deletion vectors: applied by read_files
+            return self.read_files(snap)
         # DataFusion's QueryBuilder, not to_pyarrow_table: the latter can abort the
         # interpreter at exit (delta-rs #2184).
         from deltalake import QueryBuilder
@@ -189,6 +203,11 @@ class DeltaRsStore(TableStore):
         return plain_types(pa.table(reader.read_all()))
 
     def read_columns(self, path: str, version: int, columns: Sequence[str]) -> pa.Table:
+        snap = self.snapshot(path, version)
+        if snap.deleted is not None:        # deletion vectors: applied by read_files
+            data = self.read_files(snap)
+            return data.select(list(columns)) if columns else \
+                pa.table({"__viewlet_unit": pa.array([1] * data.num_rows, pa.int32())})
         from deltalake import QueryBuilder
         items = ", ".join(quote(c) for c in columns) or "1 AS __viewlet_unit"
         reader = QueryBuilder().register("t", self._table(path, version)).execute(
@@ -201,7 +220,9 @@ class DeltaRsStore(TableStore):
         if not snapshot.files:
             return schema.empty_table()
         fs, paths = _filesystem(snapshot.path, snapshot.files, self.options)
-        tables = [pq.read_table(p, filesystem=fs, schema=schema) for p in paths]
+        tables = [without_rows(pq.read_table(p, filesystem=fs, schema=schema),
+                                   snapshot.deleted_in(f))
+                  for p, f in zip(paths, snapshot.files)]
         return plain_types(pa.concat_tables(tables))
 
     def table_id(self, path: str, version: Optional[int] = None) -> str:
@@ -257,18 +278,105 @@ class DeltaRsStore(TableStore):
             return rows_from_files(log, path, after_version, [], schema)
         return pa.concat_tables(parts)
 
+    def change_files(self, path, after_version, to_version, from_files=False):
+        dt = self._table(path)
+        log = _commit_log(dt, self.options)
+        out: List[ChangeFile] = []
+        for v in range(after_version + 1, to_version + 1):
+            actions = log.actions(v)
+            if actions is None:
+                raise ChangeFeedError(
+                    f"Cannot read the changes of version {v} of {path}: its commit is no longer "
+                    "in the Delta log. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view "
+                    "from the current data.")
+            deleted = _vectors_around(dt, v, self.options) \
+                if changes_deletion_vectors(actions) else None
+            out += change_files(log, v, actions, trust_cdc=not from_files, deleted=deleted)
+        return out
+
+    def change_rows_estimate(self, path, after_version, to_version):
+        log = _commit_log(self._table(path), self.options)
+        total = 0
+        for v in range(after_version + 1, to_version + 1):
+            actions = log.actions(v) or []
+            cdc = [a["cdc"] for a in actions if "cdc" in a]
+            files = cdc or [a.get("add") or a.get("remove") for a in actions
+                            if "add" in a or "remove" in a]
+            for f in files:
+                rows = records(f)
+                # a file without statistics: its size, at least a byte a row
+                total += rows if rows is not None else int(f.get("size") or 0)
+        return total
+
+    def describe_files(self, path, relative_paths):
+        import pyarrow.parquet as pq
+        from .footers import footer_stats_json
+        fs, _ = _filesystem(path, [], self.options)
+        out = []
+        for rel in relative_paths:
+            if fs is None:
+                full = _local(f"{path.rstrip('/')}/{rel}")
+                meta, size = pq.read_metadata(full), os.path.getsize(full)
+            else:
+                with fs.open_input_file(rel) as f:
+                    meta, size = pq.read_metadata(f), f.size()
+            out.append(DataFile(rel, size, meta.num_rows, footer_stats_json(meta)))
+        return out
+
+    def commit_files(self, path, added, removed=(), txn=None, metadata=None, read_version=None):
+        import time
+        from deltalake.transaction import AddAction, RemoveAction
+        dt = self._table(path, read_version)
+        if _done(dt, txn):          # applied before (a re-run batch): never twice
+            _delete_files(path, [f.path for f in added], self.options)
+            return None
+        now = int(time.time() * 1000)
+        actions = [AddAction(f.path, f.size, {}, now, True, f.stats) for f in added] + \
+            [RemoveAction(p, True, now) for p in removed]
+        try:
+            _committing(path, lambda: dt.create_write_transaction(
+                actions, mode="append", schema=dt.schema(),
+                commit_properties=_commit(txn, metadata)))
+        except BaseException:
+            _delete_files(path, [f.path for f in added], self.options)
+            raise
+        return self._table(path).version()
+
+    def create_from_files(self, path, schema, added, txn=None, metadata=None, properties=None):
+        import time
+        from deltalake.transaction import AddAction, create_table_with_add_actions
+        delta = {k: v for k, v in (properties or {}).items() if k.startswith("delta.")}
+        other = {k: v for k, v in (properties or {}).items() if not k.startswith("delta.")}
+        now = int(time.time() * 1000)
+        create_table_with_add_actions(
+            path, _dl().Schema.from_arrow(schema),
+            [AddAction(f.path, f.size, {}, now, True, f.stats) for f in added], mode="error",
+            configuration=delta or None, storage_options=self.options,
+            commit_properties=_commit(txn, metadata))
+        if other:
+            self._table(path).alter.set_table_properties(other, raise_if_not_exists=False)
+
+    def file_paths(self, path, version):
+        actions = pa.table(self._table(path, version).get_add_actions(flatten=True))
+        return {unquote(p).rsplit("/", 1)[-1]: p for p in actions.column("path").to_pylist()}
+
     def create(self, path, data, txn=None, metadata=None, properties=None, rows_per_file=None):
+        # delta-rs takes only delta.* properties when creating; others in a commit after
+        delta = {k: v for k, v in (properties or {}).items() if k.startswith("delta.")}
+        other = {k: v for k, v in (properties or {}).items() if not k.startswith("delta.")}
         if rows_per_file is None:
-            _dl().write_deltalake(path, data, mode="error", configuration=properties or None,
+            _dl().write_deltalake(path, data, mode="error", configuration=delta or None,
                                   commit_properties=_commit(txn, metadata),
                                   storage_options=self.options)
-            return
-        from deltalake.transaction import create_table_with_add_actions
-        actions = _write_files(path, data, rows_per_file, self.options)
-        create_table_with_add_actions(path, _dl().Schema.from_arrow(data.schema), actions,
-                                      mode="error", configuration=properties or None,
-                                      storage_options=self.options,
-                                      commit_properties=_commit(txn, metadata))
+        else:
+            from deltalake.transaction import create_table_with_add_actions
+            actions = _write_files(path, data, rows_per_file, self.options)
+            create_table_with_add_actions(path, _dl().Schema.from_arrow(data.schema), actions,
+                                          mode="error", configuration=delta or None,
+                                          storage_options=self.options,
+                                          commit_properties=_commit(txn, metadata))
+        if other:
+            self._table(path).alter.set_table_properties(other, raise_if_not_exists=False)
 
     def add_rows(self, path, rows, txn, metadata=None):
         return self.append_once(path, rows, txn, metadata)
@@ -387,6 +495,12 @@ class DeltaRsStore(TableStore):
                               txns, meta))
         return out
 
+    def history(self, path):
+        return self._table(path).history()
+
+    def properties(self, path):
+        return dict(self._table(path).metadata().configuration)
+
     def oldest_version(self, path: str) -> int:
         history = self._table(path).history()
         return min(h.get("version", 0) for h in history) if history else 0
@@ -466,6 +580,10 @@ def _write_files(path: str, data: pa.Table, rows_per_file: int, options) -> list
     return actions
 
 
+def _local(location: str) -> str:
+    return urlparse(location).path if location.startswith("file:") else location
+
+
 def _delete_files(path: str, names, options) -> None:
     """Remove files this process wrote but never committed."""
     fs, _ = _filesystem(path, [], options)
@@ -525,21 +643,38 @@ def _file_stats(dt, files, columns) -> Optional[tuple]:
 
 def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: int,
                     to_version: int, options) -> pa.Table:
-    """Replace the change rows of delta-rs UPDATE commits (wrong on tables with duplicate
-    rows, see update_feed.py) by the rows of the files those commits replaced."""
+    """Replace the change rows of commits delta-rs's change feed gets wrong by the rows of
+    the files those commits replaced (update_feed.py): delta-rs UPDATEs (wrong on tables with
+    duplicate rows) and deletes written as deletion vectors."""
     import pyarrow.compute as pc
     log = _commit_log(dt, options)
     unreliable = {}
     for v in range(after_version + 1, to_version + 1):
         actions = log.actions(v)
-        if actions is not None and is_unreliable_update(actions):
+        if actions is not None and (is_unreliable_update(actions)
+                                    or changes_deletion_vectors(actions)):
             unreliable[v] = actions
     if not unreliable:
         return changes
     kept = changes.filter(pc.invert(pc.is_in(versions, pa.array(sorted(unreliable), versions.type))))
     schema = pa.schema([f for f in changes.schema if f.name != SIGN_COLUMN])
-    fixed = [rows_from_files(log, path, v, actions, schema) for v, actions in unreliable.items()]
+    fixed = []
+    for v, actions in unreliable.items():
+        deleted = _vectors_around(dt, v, options) if changes_deletion_vectors(actions) else None
+        fixed.append(rows_from_files(log, path, v, actions, schema, deleted))
     return pa.concat_tables([kept] + [f.cast(changes.schema) for f in fixed])
+
+
+def _vectors_around(dt, version: int, options):
+    """Rows deleted by deletion vectors per file before commit `version` (what its remove
+    actions removed) and after it (what its add actions added)."""
+    before = _deleted_rows(_at_version(dt, version - 1, options))
+    after = _deleted_rows(_at_version(dt, version, options))
+    return lambda kind, name: (before if kind == "remove" else after).get(name, ())
+
+
+def _at_version(dt, version: int, options):
+    return _dl().DeltaTable(dt.table_uri, version=version, storage_options=options)
 
 
 def _key_predicate(keys: Sequence[str]) -> str:
@@ -547,3 +682,14 @@ def _key_predicate(keys: Sequence[str]) -> str:
         return "TRUE"
     return " AND ".join(f"(t.{quote(k)} IS NOT DISTINCT FROM s.{quote(k)})" for k in keys)
 
+
+def _deleted_rows(dt) -> Dict[str, Tuple[int, ...]]:
+    """Row indexes removed by each data file's deletion vector, by file name."""
+    vectors = pa.table(dt.deletion_vectors())
+    out: Dict[str, Tuple[int, ...]] = {}
+    for uri, selected in zip(vectors["filepath"].to_pylist(),
+                             vectors["selection_vector"].to_pylist()):
+        gone = tuple(i for i, keep in enumerate(selected) if not keep)
+        if gone:
+            out[unquote(uri).rsplit("/", 1)[-1]] = gone
+    return out

@@ -14,7 +14,7 @@ their change data files, which are correct.
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 from ..errors import ChangeFeedError
+from .base import ChangeFile
 
 SIGN_COLUMN = "_viewlet_sign"
 
@@ -40,6 +41,13 @@ class CommitLog:
             self.root = root.rstrip("/")
         else:
             self.fs, self.root = filesystem, ""
+
+    def uri_of(self, action_path: str) -> str:
+        """An action's file as an absolute location (what Spark reads)."""
+        path = unquote(action_path)
+        if "://" in path or path.startswith("/"):
+            return path
+        return f"{self.table_uri}/{path}"
 
     def _path(self, relative: str) -> str:
         return f"{self.root}/{relative}" if self.root else relative
@@ -84,9 +92,25 @@ def is_unreliable_update(actions: List[Dict]) -> bool:
     return info.get("operation") == "UPDATE" and writer.startswith("delta-rs")
 
 
+def changes_deletion_vectors(actions: List[Dict]) -> bool:
+    """A commit without change data files whose change is in deletion vectors (delta-spark's
+    DELETE with deletion vectors on): delta-rs 1.6.6 reads its change wrong when a file's
+    vector grows again (rows an earlier commit deleted are reported deleted once more), so
+    the change is read from the files and their vectors before and after instead."""
+    if any("cdc" in a for a in actions):
+        return False
+    return any((a.get("add") or a.get("remove") or {}).get("deletionVector")
+               for a in actions if "add" in a or "remove" in a)
+
+
+#: row indexes deleted by deletion vectors: (kind 'add' | 'remove', file name) -> indexes
+Deleted = Callable[[str, str], Sequence[int]]
+
+
 def rows_from_files(log: CommitLog, path: str, version: int, actions: List[Dict],
-                    schema: pa.Schema) -> pa.Table:
-    """The commit's change as signed rows: removed files -1, added files +1."""
+                    schema: pa.Schema, deleted: Optional[Deleted] = None) -> pa.Table:
+    """The commit's change as signed rows: removed files -1, added files +1; with
+    `deleted`, the rows each action's deletion vector deletes are not in its file's rows."""
     columns = schema.names
     parts = []
     for action in actions:
@@ -102,9 +126,53 @@ def rows_from_files(log: CommitLog, path: str, version: int, actions: List[Dict]
                 f"{a['path']} is gone ({e}); the table's history was vacuumed past the view's "
                 "watermark. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view from the "
                 "current data.") from None
+        if deleted is not None:
+            rows = without_rows(rows, deleted(kind, unquote(a["path"]).rsplit("/", 1)[-1]))
         sign = -1 if kind == "remove" else 1
         parts.append(rows.append_column(SIGN_COLUMN, pa.array([sign] * rows.num_rows, pa.int64())))
     if not parts:
         return pa.Table.from_arrays([pa.array([], f.type) for f in schema] + [pa.array([], pa.int64())],
                                     names=columns + [SIGN_COLUMN])
     return pa.concat_tables(parts)
+
+
+def without_rows(table: pa.Table, deleted: Sequence[int]) -> pa.Table:
+    """The table without the rows at these indexes."""
+    if not len(deleted):
+        return table
+    import numpy as np
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[np.asarray(deleted, dtype=np.int64)] = False
+    return table.filter(pa.array(keep))
+
+
+def change_files(log: CommitLog, version: int, actions: List[Dict], trust_cdc: bool,
+                 deleted: Optional[Deleted] = None) -> List[ChangeFile]:
+    """The files holding one commit's change (ChangeFile), read by Spark's executors: its
+    change data files when it has them and they can be trusted (`trust_cdc`, and not a
+    delta-rs UPDATE), else the files it removed and added; `deleted` gives the rows their
+    deletion vectors delete (needed when the commit changes deletion vectors)."""
+    data = [a for a in actions if "add" in a or "remove" in a]
+    cdc = [a["cdc"] for a in actions if "cdc" in a]
+    if cdc and trust_cdc and not is_unreliable_update(actions):
+        return [ChangeFile(log.uri_of(c["path"]), "cdc", c.get("partitionValues") or {},
+                           rows=records(c)) for c in cdc]
+    out = []
+    for action in data:
+        kind = "remove" if "remove" in action else "add"
+        a = action[kind]
+        if not a.get("dataChange", True):
+            continue
+        name = unquote(a["path"]).rsplit("/", 1)[-1]
+        gone = tuple(deleted(kind, name)) if deleted is not None else ()
+        out.append(ChangeFile(log.uri_of(a["path"]), kind, a.get("partitionValues") or {},
+                              gone, records(a)))
+    return out
+
+
+def records(action: Dict) -> Optional[int]:
+    """The row count an action's statistics give, or None."""
+    try:
+        return int(json.loads(action.get("stats") or "{}").get("numRecords"))
+    except (TypeError, ValueError):
+        return None

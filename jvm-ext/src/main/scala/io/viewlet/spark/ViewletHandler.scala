@@ -21,4 +21,16 @@ trait ViewletHandler {
    * Catalyst LogicalPlan, or null when the name is not Viewlet's.
    */
   def resolveRelation(multipartIdentifierJson: String): AnyRef
+
+  /**
+   * Names a parsed statement time-travels on or writes to, as a JSON array of name-part
+   * arrays; per name `{"travel": true|false, "write": "<why it is refused>"|null}`:
+   * whether Viewlet resolves its time travel, and whether writing to it is refused.
+   */
+  def relationKinds(namesJson: String): String
+
+  /** A name's rows at a version (`version`, or the last at `timestampMicros`): an analyzed
+   * LogicalPlan, or null when the name is not Viewlet's. */
+  def resolveRelationAt(multipartIdentifierJson: String, version: String,
+                        timestampMicros: java.lang.Long): AnyRef
 }

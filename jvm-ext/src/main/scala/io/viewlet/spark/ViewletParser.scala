@@ -4,9 +4,11 @@ import java.lang.reflect.{InvocationHandler, InvocationTargetException, Method, 
 import java.util.regex.Pattern
 
 import org.apache.spark.sql.catalyst.parser.ParserInterface
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
- * Wraps Spark's parser: Viewlet statements become a ViewletCommand, all else goes to Spark.
+ * Wraps Spark's parser: Viewlet statements become a ViewletCommand, all else goes to Spark
+ * (statements about tables that name Viewlet's relations: see ViewletRelations).
  *
  * A dynamic proxy rather than a class implementing ParserInterface: Spark keeps adding abstract
  * methods to that interface (4.3 added splitStatements), and a class compiled against 4.0 fails
@@ -20,6 +22,12 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
     if (name.startsWith("parsePlan") && args != null && args.nonEmpty) args(0) match {
       case sql: String if ViewletParser.isViewletStatement(sql) =>
         return ViewletStatement.plan(ViewletParser.statementText(sql))
+      case sql: String if ViewletRelations.maybeDescribe(sql) =>
+        ViewletStatement.planIfClaimed(ViewletParser.statementText(
+          sql.substring(ViewletParser.skipLeadingComments(sql)))) match {
+          case Some(plan) => return plan
+          case None =>
+        }
       case _ =>
     }
     if (method.getDeclaringClass == classOf[Object]) name match {
@@ -28,9 +36,14 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
       case "toString" => return s"ViewletParser($delegate)"
       case _ =>
     }
-    try method.invoke(delegate, (if (args == null) Array.empty[AnyRef] else args): _*)
-    catch {
-      case e: InvocationTargetException => throw e.getCause
+    val parsed =
+      try method.invoke(delegate, (if (args == null) Array.empty[AnyRef] else args): _*)
+      catch {
+        case e: InvocationTargetException => throw e.getCause
+      }
+    parsed match {
+      case plan: LogicalPlan if name.startsWith("parsePlan") => ViewletRelations.rewrite(plan)
+      case other => other
     }
   }
 }

@@ -25,6 +25,14 @@ object ViewletProtocol {
     call(handler().resolveRelation(json))
   }
 
+  /** resolveRelationAt(): the plan of a name at a version or timestamp, or null. */
+  def resolveRelationAt(nameParts: Seq[String], version: Option[String],
+                        timestampMicros: Option[Long]): AnyRef = {
+    val json = mapper.writeValueAsString(nameParts.toArray)
+    call(handler().resolveRelationAt(json, version.orNull,
+      timestampMicros.map(java.lang.Long.valueOf).orNull))
+  }
+
   /** Runs a handler call, turning Py4J failures (a Python exception) into ViewletException. */
   def call[T](body: => T): T =
     try body

@@ -6,7 +6,9 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.analysis.{RelationTimeTravel, UnresolvedRelation}
 import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.expressions.Cast
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.types.TimestampType
 
 /**
  * Resolves table names Spark's catalog does not know through the Python handler, and throws
@@ -24,7 +26,33 @@ class ViewletResolution extends Rule[LogicalPlan] {
       case ViewletFailure(error) => throw error
       case _ =>
     }
-    if (plan.find(_.isInstanceOf[UnresolvedRelation]).isEmpty) return plan
+    val travelled = resolveTimeTravel(plan)
+    if (travelled.find(_.isInstanceOf[UnresolvedRelation]).isEmpty) return travelled
+    resolveNames(travelled)
+  }
+
+  /** ViewletTimeTravel nodes (ViewletRelations) whose timestamp is resolved: the relation's
+   * rows at that version, from the handler. */
+  private def resolveTimeTravel(plan: LogicalPlan): LogicalPlan =
+    plan.transformUpWithSubqueries {
+      case t: ViewletTimeTravel if t.timestamp.forall(_.resolved) =>
+        val micros = t.timestamp.map { ts =>
+          val zone = Some(conf.sessionLocalTimeZone)
+          Cast(ts, TimestampType, zone).eval() match {
+            case null => throw new ViewletException(s"TIMESTAMP AS OF ${ts.sql} is NULL")
+            case v: java.lang.Long => v.longValue
+            case other => throw new ViewletException(s"TIMESTAMP AS OF ${ts.sql}: $other")
+          }
+        }
+        ViewletProtocol.resolveRelationAt(t.multipartIdentifier, t.version, micros) match {
+          case p: LogicalPlan => SubqueryAlias(t.multipartIdentifier.last, p)
+          case _ =>
+            throw new ViewletException(
+              s"${t.multipartIdentifier.mkString(".")} cannot be read at that version")
+        }
+    }
+
+  private def resolveNames(plan: LogicalPlan): LogicalPlan = {
     val skip = notReadPositions(plan)
     val read = plan.find {
       case u: UnresolvedRelation => !u.isStreaming && !skip.contains(u)

@@ -23,8 +23,26 @@ object ViewletStatement {
       case e: ViewletException => ViewletFailure(e)
     }
 
-  private def describe(statementText: String): Seq[Attribute] = {
-    val reply = ViewletProtocol.describe(statementText)
+  /**
+   * A statement Spark also parses (DESCRIBE of a table): a ViewletCommand when the handler
+   * claims it (the name is Viewlet's), None when it declines or no Python driver is there.
+   */
+  def planIfClaimed(statementText: String): Option[LogicalPlan] = {
+    if (ViewletAttach.handlerForResolution().isEmpty) return None
+    try {
+      val reply = ViewletProtocol.describe(statementText)
+      if (Option(reply.get("decline")).exists(_.asBoolean)) None
+      else Some(ViewletCommand(statementText, attributes(reply)))
+    } catch {
+      case e: ParseException => throw e
+      case e: ViewletException => Some(ViewletFailure(e))
+    }
+  }
+
+  private def describe(statementText: String): Seq[Attribute] =
+    attributes(ViewletProtocol.describe(statementText))
+
+  private def attributes(reply: com.fasterxml.jackson.databind.JsonNode): Seq[Attribute] = {
     val columns = Option(reply.get("columns")).map(_.elements().asScala.toSeq).getOrElse(Nil)
     val fields = columns.map { c =>
       val name = Option(c.get("name")).map(_.asText).getOrElse(

@@ -1,0 +1,322 @@
+"""Viewlet inside a session with delta-spark (Delta Lake's extension and DeltaCatalog), the
+jars fetched from Maven by Spark as a user's session does (conftest.py, VIEWLET_TEST_DELTA_SPARK).
+
+Base tables are catalog tables written by delta-spark's own UPDATE/DELETE/MERGE (change rows
+with pre/post-images, deletion vectors); views must equal Spark's answer after every batch,
+be catalog tables readable with time travel, refuse writes, and every table Viewlet writes
+must read the same through delta-spark as through delta-rs."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.errors import AnalysisException
+
+import viewlet
+from viewlet.spark.io import arrow_frame
+from tests.spark.oracle import assert_view_matches
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _rows(spark, sql):
+    return sorted(tuple(r) for r in spark.sql(sql).collect())
+
+
+class CatalogWorkload:
+    """Random INSERT / UPDATE / DELETE / MERGE statements run by delta-spark on catalog
+    tables `db.orders` (deletion vectors on) and `items` (in the current database), with
+    NULLs and duplicate rows."""
+
+    def __init__(self, spark, seed: int):
+        self.spark, self.rnd = spark, random.Random(seed)
+        spark.sql("CREATE DATABASE IF NOT EXISTS db")
+        for name in ("db.orders", "items"):
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.sql("CREATE TABLE db.orders (o_id INT, cust INT, status STRING) USING delta "
+                  "TBLPROPERTIES (delta.enableChangeDataFeed = true, "
+                  "delta.enableDeletionVectors = true)")
+        spark.sql("CREATE TABLE items (o_id INT, qty BIGINT, price DECIMAL(10,2)) USING delta "
+                  "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+        self.insert(40)
+
+    def _value(self, hi, null=0.15):
+        return "NULL" if self.rnd.random() < null else str(self.rnd.randint(0, hi))
+
+    def _price(self):
+        if self.rnd.random() < 0.15:
+            return "NULL"
+        return f"{self.rnd.randint(0, 999)}.{self.rnd.randint(0, 99):02d}"
+
+    def insert(self, n):
+        statuses = ["NULL", "'open'", "'done'"]
+        orders = ", ".join(f"({self._value(12, 0.05)}, {self._value(4)}, "
+                           f"{self.rnd.choice(statuses)})" for _ in range(n))
+        items = ", ".join(f"({self._value(12, 0.05)}, {self._value(9)}, "
+                          f"{self._price()})"
+                          for _ in range(2 * n))
+        self.spark.sql(f"INSERT INTO db.orders VALUES {orders}")
+        self.spark.sql(f"INSERT INTO items VALUES {items}")
+
+    def batch(self):
+        """A few statements of each kind, so one REFRESH consumes several commits."""
+        for _ in range(3):
+            kind = self.rnd.choice(["insert", "update", "delete", "merge"])
+            k = self.rnd.randint(0, 12)
+            if kind == "insert":
+                self.insert(self.rnd.randint(1, 6))
+            elif kind == "update":
+                self.spark.sql(f"UPDATE db.orders SET status = 'done', cust = cust + 1 "
+                               f"WHERE o_id % 4 = {k % 4}")
+                self.spark.sql(f"UPDATE items SET qty = qty + 1 WHERE o_id = {k}")
+            elif kind == "delete":
+                self.spark.sql(f"DELETE FROM db.orders WHERE o_id = {k} OR cust IS NULL")
+                self.spark.sql(f"DELETE FROM items WHERE qty = {k % 10}")
+            else:
+                self.spark.sql(
+                    f"MERGE INTO items t USING (SELECT {k} AS o_id, 5L AS qty, 1.50BD AS price) s "
+                    "ON t.o_id = s.o_id WHEN MATCHED AND t.qty > 3 THEN DELETE "
+                    "WHEN MATCHED THEN UPDATE SET qty = t.qty + s.qty "
+                    "WHEN NOT MATCHED THEN INSERT *")
+
+
+VIEWS = {
+    "by_status": "SELECT o.status, COUNT(*) AS n, SUM(i.qty * i.price) AS revenue "
+                 "FROM db.orders o JOIN items i ON o.o_id = i.o_id GROUP BY o.status",
+    "cust_orders": "SELECT cust, COUNT(DISTINCT o_id) AS orders, MAX(status) AS last_status "
+                   "FROM spark_catalog.db.orders GROUP BY cust",
+    "big_items": "SELECT o_id, qty FROM items WHERE qty >= 5",
+}
+
+
+def test_the_session_has_both_extensions_and_deltas_catalog(spark, vl):
+    extensions = spark.conf.get("spark.sql.extensions").split(",")
+    assert "io.delta.sql.DeltaSparkSessionExtension" in extensions
+    assert viewlet.session.EXTENSION in extensions
+    assert spark.conf.get("spark.sql.catalog.spark_catalog").endswith("DeltaCatalog")
+    spark.sql("CREATE TABLE IF NOT EXISTS probe (a INT) USING delta")
+    spark.sql("INSERT INTO probe VALUES (1)")
+    assert spark.sql("DESCRIBE HISTORY probe").count() >= 2       # Delta's own SQL parses
+    assert spark.sql("SHOW INCREMENTAL VIEWS").columns[0] == "view"  # and Viewlet's
+    spark.sql("DROP TABLE probe")
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark, vl, seed):
+    work = CatalogWorkload(spark, seed)
+    for view, query in VIEWS.items():
+        spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
+    try:
+        deletion_vectors_seen = False
+        for i in range(6):
+            if i:
+                work.batch()
+                for view in VIEWS:
+                    spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            for view, query in VIEWS.items():
+                assert_view_matches(spark, view, query)
+            deletion_vectors_seen |= bool(vl.store.snapshot(
+                vl.resolver().location(["db", "orders"])[0]).deleted)
+        # delta-spark wrote deletion vectors, which every read above had to apply
+        assert deletion_vectors_seen
+    finally:
+        for view in VIEWS:
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+
+
+def test_a_view_is_a_delta_table_of_the_catalog(spark, vl):
+    work = CatalogWorkload(spark, 5)
+    query = VIEWS["by_status"]
+    spark.sql(f"CREATE INCREMENTAL VIEW status_view AS {query}")
+    try:
+        assert "status_view" in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
+        details = {r.col_name: r.data_type for r in
+                   spark.sql("DESCRIBE TABLE EXTENDED status_view").collect()}
+        assert details["Provider"] == "delta"
+        assert "viewlet.incrementalView=true" in details["Table Properties"]
+        assert f"viewlet.definition={vl.layout.catalog}" in details["Table Properties"]
+        version_before = spark.sql("DESCRIBE HISTORY status_view").agg({"version": "max"}).first()[0]
+        before = spark.sql("SELECT * FROM status_view")
+        before_rows = sorted(tuple(r) for r in before.collect())
+        work.batch()
+        spark.sql("REFRESH INCREMENTAL VIEW status_view")
+        assert_view_matches(spark, "status_view", query)
+        history = spark.sql("DESCRIBE HISTORY status_view")
+        assert history.agg({"version": "max"}).first()[0] > version_before
+        assert _rows(spark, f"SELECT * FROM status_view VERSION AS OF {version_before}") == before_rows
+        stamp = history.where(f"version = {version_before}").first().timestamp
+        assert _rows(spark, f"SELECT * FROM status_view TIMESTAMP AS OF '{stamp}'") == before_rows
+        for write in ["INSERT INTO status_view VALUES ('x', 1, 1.00)",
+                      "UPDATE status_view SET n = 0",
+                      "DELETE FROM status_view WHERE n > 0",
+                      "MERGE INTO status_view t USING (SELECT 'open' AS status) s "
+                      "ON t.status = s.status WHEN MATCHED THEN DELETE"]:
+            with pytest.raises(AnalysisException, match="result table of incremental view "
+                                                        "status_view: only Viewlet writes it"):
+                spark.sql(write)
+        assert_view_matches(spark, "status_view", query)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS status_view")
+    assert "status_view" not in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
+
+
+def test_a_view_whose_columns_delta_cannot_name_is_a_temporary_view(spark, vl):
+    CatalogWorkload(spark, 9)
+    query = "SELECT o_id, SUM(qty) FROM items GROUP BY o_id"      # a column named sum(qty)
+    spark.sql(f"CREATE INCREMENTAL VIEW unnamed_sum AS {query}")
+    try:
+        tables = {r.tableName: r.isTemporary for r in spark.sql("SHOW TABLES").collect()}
+        assert tables.get("unnamed_sum") is True
+        details = {r.col_name: r.data_type for r in
+                   spark.sql("DESCRIBE TABLE EXTENDED unnamed_sum").collect()}
+        assert details["Type"] == "INCREMENTAL VIEW" and "sum(qty)" in details
+        assert_view_matches(spark, "unnamed_sum", query)      # Spark's column names
+        assert spark.sql("DESCRIBE HISTORY unnamed_sum").first().version == \
+            vl.store.version(vl.load("unnamed_sum").result_path)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW unnamed_sum")
+
+
+def test_a_name_the_catalog_holds_cannot_become_a_view(spark, vl):
+    CatalogWorkload(spark, 1)
+    with pytest.raises(AnalysisException, match="already a table at .* in Spark's catalog"):
+        spark.sql("CREATE INCREMENTAL VIEW items AS SELECT o_id FROM items")
+    assert spark.sql("SELECT COUNT(*) FROM items").first()[0] > 0
+
+
+def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl):
+    work = CatalogWorkload(spark, 7)
+    spark.sql(f"CREATE INCREMENTAL VIEW interop AS {VIEWS['by_status']}")
+    try:
+        for _ in range(2):
+            work.batch()
+            spark.sql("REFRESH INCREMENTAL VIEW interop")
+        view = vl.load("interop")
+        tables = [view.result_path] + [vl.layout.map_table(view.id, m) for m in view.spec["maps"]]
+        for path in tables:
+            by_delta_spark = spark.read.format("delta").load(path)
+            by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
+            assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
+                               ignore_nullable=True)
+            history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+            assert history.agg({"version": "max"}).first()[0] == vl.store.version(path)
+            detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+            # the lowest protocol that works: no table features a reader must know
+            assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW interop")
+
+
+def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_spark(spark, vl):
+    """engine = 'distributed': changes read by the executors from delta-spark's files (change
+    data files, deletion vectors), map deltas and result files written by the executors and
+    committed with delta-rs; delta-spark reads every table as delta-rs does."""
+    work = CatalogWorkload(spark, 13)
+    for view in ("by_status", "cust_orders"):
+        spark.sql(f"CREATE INCREMENTAL VIEW {view}_d WITH (engine = 'distributed') "
+                  f"AS {VIEWS[view]}")
+    try:
+        for _ in range(3):
+            work.batch()
+            for view in ("by_status", "cust_orders"):
+                spark.sql(f"REFRESH INCREMENTAL VIEW {view}_d")
+                stats = vl.load(f"{view}_d").manifest.last_committed().stats
+                assert stats["engine"] == "distributed", stats
+                assert_view_matches(spark, f"{view}_d", VIEWS[view], engine=False)
+        loaded = vl.load("by_status_d")
+        for path in [loaded.result_path] + [vl.layout.map_table(loaded.id, m)
+                                            for m in loaded.spec["maps"]]:
+            by_delta_spark = spark.read.format("delta").load(path)
+            by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
+            assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
+                               ignore_nullable=True)
+            detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+            assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
+    finally:
+        for view in ("by_status", "cust_orders"):
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}_d")
+
+
+def test_the_change_feed_remedy_is_a_statement_that_runs(spark, vl):
+    spark.sql("DROP TABLE IF EXISTS no_feed")
+    spark.sql("CREATE TABLE no_feed (a INT) USING delta")
+    spark.sql("INSERT INTO no_feed VALUES (1), (2)")
+    vl.auto_enable_change_feed = False
+    try:
+        with pytest.raises(AnalysisException, match="change data feed") as caught:
+            spark.sql("CREATE INCREMENTAL VIEW fed AS SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
+        message = str(caught.value)
+        remedy = message[message.index("ALTER TABLE"):].split("\n")[0].rstrip(".;")
+        spark.sql(remedy)
+        spark.sql("CREATE INCREMENTAL VIEW fed AS SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
+        spark.sql("INSERT INTO no_feed VALUES (2)")
+        spark.sql("REFRESH INCREMENTAL VIEW fed")
+        assert_view_matches(spark, "fed", "SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
+    finally:
+        vl.auto_enable_change_feed = True
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS fed")
+
+
+def test_configured_in_the_other_order_in_a_fresh_driver(tmp_path):
+    """Viewlet's configure_spark first, delta's pip helper after it; a session restarted in
+    the same warehouse finds its views in the (in-memory) catalog again."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
+        from pyspark.sql import SparkSession
+        from delta.pip_utils import configure_spark_with_delta_pip
+        import viewlet
+        def session():
+            b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+                .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw')!r}) \\
+                .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \\
+                .config("spark.sql.catalog.spark_catalog",
+                        "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            b = viewlet.configure_spark(b, warehouse={str(tmp_path / 'wh')!r})
+            return configure_spark_with_delta_pip(b).getOrCreate()
+        spark = session()
+        viewlet.enable(spark)
+        spark.sql("CREATE TABLE t (k INT) USING delta LOCATION '{tmp_path / 't'}' "
+                  "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+        spark.sql("INSERT INTO t VALUES (1), (1), (2)")
+        spark.sql("CREATE INCREMENTAL VIEW kv AS SELECT k, COUNT(*) AS n FROM t GROUP BY k")
+        spark.sql("UPDATE t SET k = 3 WHERE k = 2")
+        spark.sql("REFRESH INCREMENTAL VIEW kv")
+        print("FIRST", sorted(tuple(r) for r in spark.sql("SELECT * FROM kv").collect()))
+        print("FIRST", sorted(tuple(r) for r in spark.sql(
+            "SELECT k, COUNT(*) AS n FROM t GROUP BY k").collect()))
+        spark.stop()
+    """)
+    second = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
+        from pyspark.sql import SparkSession
+        import viewlet
+        b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+            .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw2')!r})
+        spark = viewlet.configure_spark(b, warehouse={str(tmp_path / 'wh')!r},
+                                        delta_spark=True).getOrCreate()
+        viewlet.enable(spark)
+        print("TABLES", sorted(r.tableName for r in spark.sql("SHOW TABLES").collect()))
+        print("SECOND", sorted(tuple(r) for r in spark.sql("SELECT * FROM kv VERSION AS OF 0").collect()))
+        print("SECOND", sorted(tuple(r) for r in spark.sql(
+            "SELECT k, COUNT(*) AS n FROM delta.`{tmp_path / 't'}` VERSION AS OF 1 GROUP BY k").collect()))
+    """)
+    outputs = []
+    for text in (script, second):
+        res = subprocess.run([sys.executable, "-c", text], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        outputs.append(res.stdout)
+    first = [line for line in outputs[0].splitlines() if line.startswith("FIRST")]
+    assert len(first) == 2 and first[0] == first[1], outputs[0]     # the view, Spark's answer
+    assert "TABLES ['kv']" in outputs[1]
+    # the rows CREATE loaded (result version 0), by time travel, as Spark computes them over
+    # the base table's version then (1: created, then one INSERT)
+    second = [line for line in outputs[1].splitlines() if line.startswith("SECOND")]
+    assert len(second) == 2 and second[0] == second[1], outputs[1]

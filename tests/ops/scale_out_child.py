@@ -1,0 +1,90 @@
+"""A driver whose JVM heap is smaller than one batch (tests/ops/test_scale_out.py).
+
+Run as `python scale_out_child.py <root> <rows>` with SPARK_HOME at the pyspark package:
+local-cluster executors, a 512 MB driver heap, a view over a table that then gets one
+batch of `rows` rows holding more bytes than that heap. The batch must run distributed
+(nothing collected) and the view must equal Spark's answer; comparisons run on the
+executors (symmetric difference counted), never by collecting the rows. Prints one JSON
+line of facts for the test to check."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from deltalake import DeltaTable, write_deltalake  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import viewlet  # noqa: E402
+
+QUERY = ("SELECT k, tag, COUNT(*) AS n, SUM(v) AS total, MAX(v) AS top "
+         "FROM delta.`{t}` GROUP BY k, tag")
+
+
+def rows(n: int, seed: int, keys: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    k = rng.integers(0, keys, n)
+    tags = np.array([f"{i:04d}" + "x" * 180 for i in range(64)])   # wide: bytes per row
+    return pa.table({"k": pa.array(k, pa.int64()),
+                     "tag": pa.array(tags[rng.integers(0, 64, n)], pa.string()),
+                     "v": pa.array(rng.integers(-1000, 1000, n), pa.int64())})
+
+
+def differences(spark, view: str, query: str) -> int:
+    """Rows in one of the two and not the other (as multisets), counted by the executors."""
+    return spark.sql(f"SELECT COUNT(*) FROM ((SELECT * FROM {view} EXCEPT ALL {query}) "
+                     f"UNION ALL ({query} EXCEPT ALL SELECT * FROM {view}))").first()[0]
+
+
+def main(root: str, n: int) -> None:
+    table = os.path.join(root, "t")
+    write_deltalake(table, rows(2000, 1, 500), configuration={"delta.enableChangeDataFeed": "true"})
+    spark = viewlet.configure_spark(
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .config("spark.driver.memory", "512m")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.viewlet.distributed.minChangeRows", "100000"),
+        warehouse=os.path.join(root, "wh")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    vl = viewlet.enable(spark)
+    query = QUERY.format(t=table)
+    spark.sql(f"CREATE INCREMENTAL VIEW wide AS {query}")
+    facts = {"heap": spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()}
+    # one batch: an append of n wide rows (written in row groups: no process holds it whole),
+    # a delete and an update
+    big = os.path.join(root, "big.parquet")
+    with pq.ParquetWriter(big, rows(1, 0, 1).schema) as out:
+        for i in range(0, n, 250_000):
+            out.write_table(rows(min(250_000, n - i), 100 + i, 400_000))
+    write_deltalake(table, pq.ParquetFile(big).iter_batches(batch_size=65_536),
+                    schema=rows(1, 0, 1).schema, mode="append")
+    meta = pq.ParquetFile(big).metadata
+    facts["batch_bytes"] = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    DeltaTable(table).delete("k % 97 = 3")
+    DeltaTable(table).update(updates={"v": "v + 1"}, predicate="k % 89 = 5")
+    spark.sql("REFRESH INCREMENTAL VIEW wide").collect()
+    last = vl.load("wide").manifest.last_committed().stats
+    facts["engine"] = last.get("engine")
+    facts["reason"] = last.get("engine_reason")
+    facts["view_rows"] = spark.sql("SELECT COUNT(*) FROM wide").first()[0]
+    facts["differences"] = differences(spark, "wide", query)
+    # a small batch afterwards runs locally again, on the maps the big one wrote
+    write_deltalake(table, rows(300, 7, 500), mode="append")
+    spark.sql("REFRESH INCREMENTAL VIEW wide").collect()
+    facts["small_engine"] = vl.load("wide").manifest.last_committed().stats.get("engine")
+    facts["small_differences"] = differences(spark, "wide", query)
+    print("FACTS " + json.dumps(facts))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
