@@ -151,14 +151,19 @@ def test_a_view_is_a_delta_table_of_the_catalog(spark, vl):
         assert _rows(spark, f"SELECT * FROM status_view VERSION AS OF {version_before}") == before_rows
         stamp = history.where(f"version = {version_before}").first().timestamp
         assert _rows(spark, f"SELECT * FROM status_view TIMESTAMP AS OF '{stamp}'") == before_rows
+        qualified = "spark_catalog.default.status_view"     # the catalog table's full name
         for write in ["INSERT INTO status_view VALUES ('x', 1, 1.00)",
                       "UPDATE status_view SET n = 0",
                       "DELETE FROM status_view WHERE n > 0",
                       "MERGE INTO status_view t USING (SELECT 'open' AS status) s "
-                      "ON t.status = s.status WHEN MATCHED THEN DELETE"]:
-            with pytest.raises(AnalysisException, match="result table of incremental view "
-                                                        "status_view: only Viewlet writes it"):
-                spark.sql(write)
+                      "ON t.status = s.status WHEN MATCHED THEN DELETE",
+                      f"INSERT INTO {qualified} VALUES ('x', 1, 1.00)",
+                      f"DELETE FROM {qualified} WHERE n > 0",
+                      f"UPDATE {qualified} SET n = 0"]:
+            with pytest.raises(AnalysisException, match="incremental view status_view.*only "
+                                                        "Viewlet writes|status_view is an "
+                                                        "incremental view: only Viewlet writes"):
+                spark.sql(write).collect()
         assert_view_matches(spark, "status_view", query)
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS status_view")
@@ -320,3 +325,39 @@ def test_configured_in_the_other_order_in_a_fresh_driver(tmp_path):
     # the base table's version then (1: created, then one INSERT)
     second = [line for line in outputs[1].splitlines() if line.startswith("SECOND")]
     assert len(second) == 2 and second[0] == second[1], outputs[1]
+
+
+def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
+    """`viewlet sql --delta`: the spark-sql shell with both extensions; a catalog table made
+    and changed with Delta's SQL is a view's base table; the view is in SHOW TABLES and has
+    Delta's history."""
+    statements = [
+        "CREATE TABLE sales (region STRING, amount DECIMAL(12,2)) USING delta "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        "INSERT INTO sales VALUES ('north', 10.00), ('south', 4.50), ('north', 1.25)",
+        "CREATE INCREMENTAL VIEW by_region AS SELECT region, SUM(amount) AS total, "
+        "COUNT(*) AS n FROM sales GROUP BY region",
+        "UPDATE sales SET amount = amount * 2 WHERE region = 'north'",
+        "DELETE FROM sales WHERE amount < 5",
+        "MERGE INTO sales t USING (SELECT 'east' AS region, 7.00 AS amount) s "
+        "ON t.region = s.region WHEN NOT MATCHED THEN INSERT *",
+        "REFRESH INCREMENTAL VIEW by_region",
+        "SELECT 'view', region, total, n FROM by_region ORDER BY region",
+        "SELECT 'spark', region, SUM(amount), COUNT(*) FROM sales GROUP BY region ORDER BY region",
+        "SHOW TABLES",
+        "DESCRIBE HISTORY by_region",
+    ]
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([sys.executable, "-m", "viewlet", "sql", "--delta", "--warehouse",
+                          str(tmp_path / "wh"), "-S", "--conf", "spark.ui.enabled=false",
+                          "--driver-memory", "1g", "-e", ";\n".join(statements)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    lines = [line.split("\t") for line in res.stdout.splitlines()]
+    rows = {tag: [line[1:] for line in lines if line[0] == tag] for tag in ("view", "spark")}
+    assert rows["view"] == rows["spark"] and len(rows["view"]) == 3, res.stdout
+    tables = {line[1] for line in lines if len(line) == 3 and line[2] in ("true", "false")}
+    assert {"by_region", "sales"} <= tables, res.stdout
+    # Delta's history of the view: its versions, newest first, with their operations
+    versions = [int(line[0]) for line in lines if len(line) > 5 and line[0].isdigit()]
+    assert versions and versions == sorted(versions, reverse=True) and versions[-1] == 0, res.stdout

@@ -37,7 +37,7 @@ from ..spark.changes import change_frame
 from ..spark.files import timestamps_as_micros, write_into
 from ..spark.io import snapshot_frame, union_all
 from ..spark.lower import q
-from . import faults, maps, targets
+from . import faults, hot, maps, targets
 from .batch import sum_by_keys
 from .leaves import FrameLeaves
 from .manifest import BatchRecord
@@ -217,8 +217,9 @@ def _write_maps(view, record, totals: Dict[str, DataFrame], stats, progress, pre
     stats["seconds"]["merge"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if not merging:
-        stats["layout"] = compact_maps(view, record, changed_rows, previous.get("layout") or {},
-                                       progress)
+        from .views import compact_appended
+        stats["layout"] = compact_appended(view, record, changed_rows,
+                                           previous.get("layout") or {}, progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
 
 
@@ -245,27 +246,6 @@ def merge_map(view, name: str, delta: DataFrame, txn, meta, record) -> int:
     return sum(f.rows for f in files)
 
 
-def compact_maps(view, record, appended: Dict[str, int], layouts: Dict, progress) -> Dict:
-    """The compaction rule of runtime/views._compact_maps (a map whose appended rows or files
-    outgrew its base), each compaction on the executors; the layouts for the next batch."""
-    ctx = view.ctx
-    out = dict(layouts)
-    for name, rows in appended.items():
-        path = view.map_path(name)
-        layout = maps.MapLayout.of(layouts.get(name), None) if name in layouts else \
-            maps.MapLayout.of(None, ctx.store.snapshot(path, record.map_versions[name]))
-        layout = layout.after_append(rows) if layout.counted() else layout
-        due = layout.due() if layout.counted() else layout.due(ctx.store.snapshot(path))
-        if due:
-            progress.step(f"compacting map {name} on the executors")
-            compacted = compact_map(view, name, record.batch)
-            if compacted is not None:
-                layout = compacted
-                ctx.store.vacuum(path, record.map_versions[name])
-        out[name] = layout.to_json()
-    return out
-
-
 def compact_map(view, name: str, batch: int) -> Optional[maps.MapLayout]:
     """Rewrite map `name`'s current files as summed rows sorted by its cluster key (rows
     with a zero support dropped), written by the executors in files of a bounded size; None
@@ -290,7 +270,7 @@ def compact_map(view, name: str, batch: int) -> Optional[maps.MapLayout]:
     removed = list(ctx.store.file_paths(path, snap.version).values())
     try:
         ctx.store.commit_files(path, files, removed,
-                               metadata={"viewlet.view": view.name, "viewlet.compaction": str(batch)},
+                               metadata={"viewlet.view": view.name, hot.COMPACTION: str(batch)},
                                read_version=snap.version)
     except ConcurrentUpdate:
         return None
@@ -363,6 +343,8 @@ def _new_state(view, record, spark, delta: Optional[DataFrame], touched) -> Data
     cols = schema.keys + list(schema.values)
     old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(state_name),
                                                    record.map_versions[state_name]), cols)
+    if touched is not None:             # only the touched groups' rows are shuffled
+        old = _semi(old, touched, schema.keys, schema.keys)
     zeros = [f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema.values.items()]
     parts = [old.selectExpr(*[q(c) for c in cols], "0 AS __viewlet_touched")]
     if delta is not None:
@@ -448,6 +430,43 @@ def _files_holding(ctx, path: str, version: int, keys: DataFrame, key_columns):
     old = snapshot_frame(spark, replace(snap, files=tuple(by_name[n] for n in hit), stats=None))
     paths = ctx.store.file_paths(path, version)
     return old, [paths[n] for n in hit]
+
+
+# -- depth 0 -------------------------------------------------------------------------------
+def recompute_reason(view) -> Optional[str]:
+    """Why a depth-0 view's recompute is written by the executors, or None: the engine
+    setting, or a result table larger than spark.viewlet.distributed.minChangeRows rows."""
+    mode = targets.setting(view)
+    if mode == DISTRIBUTED:
+        return "engine = 'distributed'"
+    if mode != targets.AUTO:
+        return None
+    snap = view.ctx.store.snapshot(view.result_path)
+    rows = sum(s.rows or 0 for s in snap.stats or ())
+    limit = min_rows(view.ctx.spark)
+    if rows > limit:
+        return (f"its result holds about {rows:,} rows, more than {MIN_ROWS_CONF} = {limit:,}: "
+                "the recompute is written by the executors")
+    return None
+
+
+def recompute(view, record: BatchRecord, txn, stats: Dict, frame: DataFrame) -> None:
+    """Depth 0: the result table's files replaced by the recomputed rows, written by the
+    executors, in one commit with the batch's transaction id."""
+    ctx = view.ctx
+    t0 = time.perf_counter()
+    path = view.result_path
+    if _holds(ctx, path, txn):
+        return
+    version = ctx.store.version(path)
+    with timestamps_as_micros(frame.sparkSession):
+        files = write_into(ctx.store, frame, path, f"b{record.batch}")
+    ctx.store.commit_files(path, files, list(ctx.store.file_paths(path, version).values()), txn,
+                           {"viewlet.view": view.name, "viewlet.batch": str(record.batch)},
+                           read_version=version)
+    faults.point("batch.result_merged")
+    stats["result_rows_changed"] = sum(f.rows for f in files)
+    stats["seconds"]["recompute"] = time.perf_counter() - t0
 
 
 # -- CREATE --------------------------------------------------------------------------------

@@ -496,6 +496,11 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     txn = (view.app_id, record.batch)
     if view.compiled.depth == 0:
         progress.spark().step("recomputing the defining query")
+        scale_out = distributed.recompute_reason(view)
+        if scale_out is not None:
+            stats["engine"], stats["engine_reason"] = distributed.DISTRIBUTED, scale_out
+            distributed.recompute(view, record, txn, stats, _recompute_frame(view, record))
+            return stats
         stats["engine"], stats["engine_reason"] = "spark", \
             "the local target cannot run this view: depth 0 recomputes the view on Spark"
         _recompute(view, record, txn, stats)
@@ -535,8 +540,8 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     stats["seconds"]["merge"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if not merging:
-        stats["layout"] = _compact_maps(view, record, changed_rows, previous.get("layout") or {},
-                                        progress)
+        stats["layout"] = compact_appended(view, record, changed_rows,
+                                           previous.get("layout") or {}, progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if result is not None and result.num_rows:    # skipped when the table holds txn already
@@ -552,11 +557,12 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     return stats
 
 
-def _compact_maps(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
-                  layouts: Dict, progress: Progress) -> Dict:
+def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
+                     layouts: Dict, progress: Progress) -> Dict:
     """Compact the maps this batch appended to (`appended`: map -> rows) whose appended rows
     or files outgrew their base (maps.py), vacuum what no version in use needs; the maps'
-    layouts for the next batch."""
+    layouts for the next batch. A map too large for the driver (or any map of a view whose
+    engine is 'distributed') is compacted by Spark's executors."""
     ctx = view.ctx
     out = dict(layouts)
     for name in appended:
@@ -703,18 +709,23 @@ def _result_arrow_schema(view: LoadedView, columns) -> pa.Schema:
     return cache["result_arrow"]
 
 
+def _recompute_frame(view: LoadedView, record: BatchRecord) -> DataFrame:
+    """The defining query over the batch's end versions, with the result table's columns."""
+    ctx = view.ctx
+    frames = {view.table_path(r): _relation_frame(ctx, view.compiled.spec.tables[r], to)
+              for r, (_, to) in record.ranges.items()}
+    refs = view.spec["refs"]
+    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs[parts_key(parts)]["id"])
+    return ctx.spark.sql(text, **params).toDF(*[c["physical"] for c in view.spec["result"]["columns"]])
+
+
 def _recompute(view: LoadedView, record: BatchRecord, txn, stats):
     """Depth 0: evaluate the defining query over the batch's end versions, replace the rows."""
     ctx = view.ctx
     t0 = time.perf_counter()
     if _committed(ctx, view.result_path, txn):
         return
-    frames = {view.table_path(r): _relation_frame(ctx, view.compiled.spec.tables[r], to)
-              for r, (_, to) in record.ranges.items()}
-    refs = view.spec["refs"]
-    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs[parts_key(parts)]["id"])
-    df = ctx.spark.sql(text, **params).toDF(*[c["physical"] for c in view.spec["result"]["columns"]])
-    data = frame_arrow(df)
+    data = frame_arrow(_recompute_frame(view, record))
     ctx.store.overwrite(view.result_path, data, txn=txn,
                         metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
     faults.point("batch.result_merged")

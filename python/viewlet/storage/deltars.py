@@ -265,15 +265,8 @@ class DeltaRsStore(TableStore):
         dt = self._table(path)
         schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
         log = _commit_log(dt, self.options)
-        parts = []
-        for v in range(after_version + 1, to_version + 1):
-            actions = log.actions(v)
-            if actions is None:
-                raise ChangeFeedError(
-                    f"Cannot read the changes of version {v} of {path}: its commit is no longer "
-                    "in the Delta log. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view "
-                    "from the current data.")
-            parts.append(rows_from_files(log, path, v, actions, schema))
+        parts = [rows_from_files(log, path, v, actions, schema)
+                 for v, actions in _range_commits(log, path, after_version, to_version)]
         if not parts:
             return rows_from_files(log, path, after_version, [], schema)
         return pa.concat_tables(parts)
@@ -282,13 +275,7 @@ class DeltaRsStore(TableStore):
         dt = self._table(path)
         log = _commit_log(dt, self.options)
         out: List[ChangeFile] = []
-        for v in range(after_version + 1, to_version + 1):
-            actions = log.actions(v)
-            if actions is None:
-                raise ChangeFeedError(
-                    f"Cannot read the changes of version {v} of {path}: its commit is no longer "
-                    "in the Delta log. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view "
-                    "from the current data.")
+        for v, actions in _range_commits(log, path, after_version, to_version):
             deleted = _vectors_around(dt, v, self.options) \
                 if changes_deletion_vectors(actions) else None
             out += change_files(log, v, actions, trust_cdc=not from_files, deleted=deleted)
@@ -544,6 +531,19 @@ def _filesystem(table_path: str, files, options):
     root = table_path.rstrip("/") + "/"
     fs = pa_fs.PyFileSystem(DeltaStorageHandler(root, options))
     return fs, [f[len(root):] if f.startswith(root) else f for f in files]
+
+
+def _range_commits(log: CommitLog, path: str, after_version: int, to_version: int):
+    """(version, actions) of the commits in (after_version, to_version]; a clear error when
+    one is no longer in the log."""
+    for v in range(after_version + 1, to_version + 1):
+        actions = log.actions(v)
+        if actions is None:
+            raise ChangeFeedError(
+                f"Cannot read the changes of version {v} of {path}: its commit is no longer "
+                "in the Delta log. REFRESH INCREMENTAL VIEW <name> FULL rebuilds the view "
+                "from the current data.")
+        yield v, actions
 
 
 def _commit_log(dt, options) -> CommitLog:
