@@ -72,7 +72,8 @@ def place(tmp_path_factory):
     base = tmp_path_factory.mktemp("shell")
     table = str(base / "orders")
     write_deltalake(table, pa.table({"k": pa.array([1, 1, 2, 3], pa.int64()),
-                                     "v": pa.array([10, 20, -5, 7], pa.int64())}))
+                                     "v": pa.array([10, 20, -5, 7], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
     return {"cwd": base, "warehouse": str(base / "wh"), "table": table}
 
 

@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException, ParseException
 
 from viewlet.runtime import views as views_module
 
-from .oracle import assert_view_matches
+from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(s.f) AS sf, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
@@ -76,7 +76,7 @@ def test_ddl_statements(spark, vl, work):
     assert shown["lc_v"].depth.startswith("1")
     described = spark.sql("DESCRIBE INCREMENTAL VIEW lc_v").collect()
     assert any(r.section == "table" and "watermark version" in r.value for r in described)
-    plan = spark.sql("EXPLAIN INCREMENTAL VIEW lc_v").collect()[0].plan
+    plan = explain_parts(spark, "lc_v")[0]
     assert "ON BATCH dr" in plan and "ON BATCH ds" in plan
     spark.sql("DROP INCREMENTAL VIEW lc_v")
     assert "lc_v" not in vl.view_names()

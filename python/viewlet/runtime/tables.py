@@ -12,8 +12,13 @@ from ..errors import TableNotFound, ViewletError
 from ..spark.io import spark_schema
 from ..sql.ctes import inline_ctes
 from ..sql.quantified import rewrite_quantified
+from ..sql.suggest import did_you_mean
 from ..sql.tables import ColumnInfo, TableInfo
 from .layout import normalize_location
+
+
+# Spark's file data sources, referenced as format.`path` (never Delta tables).
+FILE_FORMATS = ("parquet", "orc", "csv", "json", "avro", "text", "binaryfile")
 
 
 class LiveResolver:
@@ -27,14 +32,23 @@ class LiveResolver:
         """(location, display name) of a table reference."""
         if len(parts) == 2 and parts[0].lower() == "delta":
             return normalize_location(parts[1]), f"delta.`{parts[1]}`"
+        if len(parts) == 2 and parts[0].lower() in FILE_FORMATS:
+            raise TableNotFound(
+                f"{parts[0]}.`{parts[1]}` reads {parts[0]} files, but base tables of an "
+                "incremental view must be Delta tables (Viewlet reads their changes from the "
+                f"Delta change data feed). Convert the files into a Delta table (CONVERT TO "
+                f"DELTA {parts[0]}.`{parts[1]}` with delta-spark, or deltalake's "
+                f"convert_to_deltalake in Python) and write delta.`{parts[1]}`.")
         name = ".".join(parts)
         entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
         if entry is not None:
             return entry.location, name
+        known = [e.name for e in self.ctx.catalog.entries()] if len(parts) == 1 else []
         raise TableNotFound(
-            f"Table '{name}' not found. Base tables of an incremental view must be Delta tables: "
-            f"write delta.`/path/to/table`, or name one with "
-            f"viewlet.register_table(spark, '{name}', '/path/to/table').")
+            f"Table '{name}' not found. Base tables of an incremental view are Delta tables: "
+            f"in SQL, write the table's path as delta.`/path/to/{parts[-1]}`; to use the name "
+            f"{name}, register it once (from Python: viewlet.register_table(spark, '{name}', "
+            f"'/path/to/{parts[-1]}'))." + did_you_mean(name, known, close_only=True))
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:
         if len(parts) == 1:

@@ -7,5 +7,6 @@ class ViewletExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectParser((_, parser) => ViewletParser.wrap(parser))
     extensions.injectResolutionRule(_ => new ViewletResolution)
+    extensions.injectTableFunction(ViewletHistoryFunction.description)
   }
 }

@@ -23,7 +23,7 @@ object ViewletStatement {
       case e: ViewletException => ViewletFailure(e)
     }
 
-  private def describe(statementText: String): Seq[Attribute] = {
+  def describe(statementText: String): Seq[Attribute] = {
     val reply = ViewletProtocol.describe(statementText)
     val columns = Option(reply.get("columns")).map(_.elements().asScala.toSeq).getOrElse(Nil)
     val fields = columns.map { c =>
