@@ -68,6 +68,8 @@ def test_loop_errors_are_recorded_and_shown(spark, vl, work):
                  for r in spark.sql("DESCRIBE INCREMENTAL VIEW ct_err").collect()}
     assert "no longer exists" in described[("refresh", "last error")]
     assert "running in this session" in described[("refresh", "mode")]
+    failed = spark.sql("SELECT message FROM viewlet_history('ct_err') WHERE status = 'failed'")
+    assert "no longer exists" in failed.collect()[0].message     # the history keeps the errors
     vl.stop()
     assert not vl.continuous.running("ct_err")
     spark.sql("DROP INCREMENTAL VIEW ct_err")
