@@ -56,7 +56,7 @@ class Manifest:
         self.store = store
         self.path = path
 
-    def _append(self, rec: BatchRecord, create: bool = False, once: Optional[str] = None) -> bool:
+    def _append(self, rec: BatchRecord, once: Optional[str] = None) -> bool:
         data = _row_table(rec)
         if once:
             try:
@@ -66,7 +66,7 @@ class Manifest:
             if version is not None:
                 self._remember(version, _records(data))
             return version is not None
-        (self.store.create if create else self.store.append)(self.path, data)
+        self.store.append(self.path, data)
         return True
 
     def _remember(self, version: int, added: tuple):

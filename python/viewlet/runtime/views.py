@@ -330,10 +330,10 @@ def _prepare_base_tables(ctx, name: str, compiled: CompiledView,
     tables = compiled.spec.tables
     uppers = chain.upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
     until = None
+    _turn_on_change_feeds(ctx, name, [t for t in tables.values() if not t.view], consent)
     if uppers:
         chain.refuse_cycle(ctx, name, uppers)
         until = chain.bring_up(ctx, uppers, [t.id for t in tables.values() if not t.view])
-    _turn_on_change_feeds(ctx, name, [t for t in tables.values() if not t.view], consent)
     for rel, table in tables.items():
         if table.view:
             versions[rel] = chain.upstream_version(ctx, name, table, until)
