@@ -18,7 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value, product
 from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
-from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
+from ..errors import UnsupportedSQL, ViewletError
 from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
