@@ -4,7 +4,9 @@ with -e, -f and SQL on stdin; the first Viewlet statement attaches a Python driv
 Each shell launch costs 15-40 s, so one module-scoped warehouse and Delta table go through
 three launches in order (create, refresh after appends, refresh after a delete); every check
 compares the view's printed rows with the aggregate computed by pyarrow over the same Delta
-data. A fourth launch checks the attach error for a Python without Viewlet.
+data. A fourth launch checks the attach error for a Python without Viewlet, a fifth runs a
+script written for Databricks (MATERIALIZED VIEW, SCHEDULE, FULL, viewlet_history) ending in
+a table Viewlet does not know.
 """
 from __future__ import annotations
 
@@ -72,7 +74,8 @@ def place(tmp_path_factory):
     base = tmp_path_factory.mktemp("shell")
     table = str(base / "orders")
     write_deltalake(table, pa.table({"k": pa.array([1, 1, 2, 3], pa.int64()),
-                                     "v": pa.array([10, 20, -5, 7], pa.int64())}))
+                                     "v": pa.array([10, 20, -5, 7], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
     return {"cwd": base, "warehouse": str(base / "wh"), "table": table}
 
 
@@ -204,4 +207,47 @@ def test_attach_error_names_python_without_viewlet(place, tmp_path):
     assert f"'{python} -m viewlet.attach' (spark.viewlet.python) exited" in res.stderr
     assert "Viewlet is not installed in that Python" in res.stderr
     assert "Set spark.viewlet.python to a Python where Viewlet is installed" in res.stderr
+    assert_clean(res.stderr)
+
+
+@pytest.fixture(scope="module")
+def databricks_statements(place, refreshed_from_stdin):
+    """Launch 5 (of 5), `viewlet sql -f`: a script written for Databricks (MATERIALIZED VIEW,
+    SCHEDULE, FULL), the history table function, EXPLAIN, then a table Viewlet does not
+    know (the last statement: its error ends the run)."""
+    script = Path(place["cwd"]) / "databricks.sql"
+    script.write_text(
+        f"CREATE MATERIALIZED VIEW mv_counts SCHEDULE EVERY 1 HOUR AS\n"
+        f"  SELECT k, COUNT(*) AS n FROM delta.`{place['table']}` GROUP BY k;\n"
+        "ALTER MATERIALIZED VIEW mv_counts DROP SCHEDULE;\n"
+        "REFRESH MATERIALIZED VIEW mv_counts FULL;\n"
+        "SELECT 'hist', batch, status, message FROM viewlet_history('mv_counts');\n"
+        "SELECT 'mvrow', k, n FROM mv_counts ORDER BY k;\n"
+        "EXPLAIN MATERIALIZED VIEW mv_counts;\n"
+        "DROP MATERIALIZED VIEW mv_counts;\n"
+        "CREATE MATERIALIZED VIEW mv_missing AS SELECT k FROM no_such_table;\n")
+    data = DeltaTable(place["table"]).to_pyarrow_table()
+    counts = data.group_by("k").aggregate([("k", "count")]).sort_by("k")
+    expected = [(str(k), str(n)) for k, n in zip(counts["k"].to_pylist(),
+                                                 counts["k_count"].to_pylist())]
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS, "-f", str(script)],
+                      cwd=place["cwd"])
+    return res, expected
+
+
+def test_databricks_statements_in_the_shell(databricks_statements):
+    res, expected = databricks_statements
+    assert printed_rows(res.stdout, "mvrow") == expected, res.stderr[-3000:]
+    assert printed_rows(res.stdout, "hist") == [("1", "rebuilt", "REFRESH ... FULL"),
+                                                ("0", "created", "NULL")]
+    lines = res.stdout.splitlines()
+    assert "Incremental view mv_counts" in lines          # EXPLAIN: one line per row
+    assert any(line.startswith("  ON BATCH d") for line in lines)
+
+
+def test_missing_table_error_offers_sql(databricks_statements):
+    res, _ = databricks_statements
+    assert res.returncode != 0                            # the last statement failed
+    assert "Table 'no_such_table' not found" in res.stderr
+    assert "in SQL, write the table's path as delta.`/path/to/no_such_table`" in res.stderr
     assert_clean(res.stderr)

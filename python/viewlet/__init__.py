@@ -12,6 +12,16 @@ from .errors import (NotEnabledError, TableNotFound, UnsupportedSQL, ViewletErro
 from .session import configure_spark, context, enable, register_table
 
 __version__ = "0.1.0"
+# Subpackages reachable as viewlet.<name> after `import viewlet` (imported on first use: the
+# workload generators pull in numpy and tpchgen-cli, which most sessions never need).
+_SUBPACKAGES = ("workloads",)
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'viewlet' has no attribute '{name}'")
 __all__ = ["configure_spark", "enable", "context", "register_table", "ViewletError",
            "UnsupportedSQL", "ViewletParseError", "TableNotFound", "ViewNotFound",
-           "NotEnabledError"]
+           "NotEnabledError", "workloads"]

@@ -10,18 +10,14 @@ from .runtime.catalog import Entry
 from .runtime.history import history_rows
 from .runtime.schedule import interval_text
 
+# Options of CREATE that make a view's definition (CREATE OR REFRESH compares them).
+DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")
+
 
 def run(ctx, st: Statement) -> List[Sequence]:
     if st.kind == "create":
-        if st.or_replace:
-            ctx.drop_view(st.name, if_exists=True)
         try:
-            r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
-                                caches=st.options.get("caches", False),
-                                map_writes=st.options.get("map_writes", "append"),
-                                engine=st.options.get("engine"))
-            if "refresh" in st.options and r.get("status") == "created":
-                _set_refresh(ctx, st.name, st.options["refresh"])
+            r = _create(ctx, st)
         except ViewletError as e:
             if e.position is not None:  # positions in the query -> positions in the statement
                 e.position += st.query_offset
@@ -31,7 +27,7 @@ def run(ctx, st: Statement) -> List[Sequence]:
     elif st.kind == "refresh":
         r = ctx.refresh(st.name, full=st.options.get("full", False))
     elif st.kind == "alter":
-        r = _set_refresh(ctx, st.name, st.options["refresh"])
+        r = _alter(ctx, st)
     elif st.kind == "show":
         rows = []
         for e in ctx.catalog.entries("view"):
@@ -48,12 +44,80 @@ def run(ctx, st: Statement) -> List[Sequence]:
     elif st.kind == "history":
         return history_rows(ctx.load(st.name), st.options.get("limit"))
     elif st.kind == "explain":
-        view = ctx.load(st.name)
-        return [(explain_program(view.name, view.spec["sql"], view.compiled.program),),
-                (explain_execution(view),)]
+        return explain_rows(ctx.load(st.name))
     else:
         raise ValueError(st.kind)
     return [tuple(r.get(name) for name, _ in OUTPUTS[st.kind])]
+
+
+def explain_rows(view) -> List[Sequence]:
+    """EXPLAIN's rows: one per line (as `.show()` and the shell print them), the trigger
+    program, a blank line, then where batches run."""
+    text = explain_program(view.name, view.spec["sql"], view.compiled.program) + "\n\n" + \
+        explain_execution(view)
+    return [(line,) for line in text.split("\n")]
+
+
+def _create(ctx, st: Statement):
+    existing = ctx.catalog.find(st.name, "view")
+    if st.or_refresh and existing is not None:
+        r = _refresh_or_replace(ctx, existing, st)
+    else:
+        if st.or_replace:
+            ctx.drop_view(st.name, if_exists=True)
+        r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
+                            caches=st.options.get("caches", False),
+                            map_writes=st.options.get("map_writes", "append"),
+                            engine=st.options.get("engine"),
+                            enable_change_data_feed=st.options.get("enable_change_data_feed"))
+        if r.get("status") != "created":
+            return r
+    if "refresh" in st.options:
+        _set_refresh(ctx, st.name, st.options["refresh"])
+    return r
+
+
+def _refresh_or_replace(ctx, entry: Entry, st: Statement):
+    """CREATE OR REFRESH of an existing view: the same definition is refreshed (one batch);
+    a new one is rebuilt from the current data in place, keeping the view's history."""
+    from .runtime.rebuild import rebuild_view
+    wanted = {"depth": st.options.get("depth"), "caches": st.options.get("caches", False),
+              "map_writes": st.options.get("map_writes", "append"),
+              "engine": st.options.get("engine")}
+    have = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),
+            "map_writes": entry.spec.get("map_writes", "append"), "engine": entry.spec.get("engine")}
+    if " ".join(st.query.split()) == " ".join(entry.spec["sql"].split()) and wanted == have:
+        r = ctx.refresh(entry.name)
+        return {"view": entry.name, "status": r["status"], "maps": len(entry.spec["maps"]),
+                "rows": r["rows_changed"], "seconds": r["seconds"]}
+    changed = [k for k in DEFINITION_OPTIONS if wanted[k] != have[k]]
+    reason = "CREATE OR REFRESH with a new " + \
+        ("query" if " ".join(st.query.split()) != " ".join(entry.spec["sql"].split())
+         else "setting of " + ", ".join(changed))
+    r = rebuild_view(ctx, entry.name, reason=reason, definition=(st.query, wanted, st.options.get(
+        "enable_change_data_feed")))
+    return {"view": entry.name, "status": "replaced" + r["status"][len("rebuilt"):],
+            "maps": len(ctx.catalog.find(entry.name, "view").spec["maps"]),
+            "rows": r["rows_changed"], "seconds": r["seconds"]}
+
+
+def _alter(ctx, st: Statement):
+    """SET REFRESH ... / Databricks' ADD | ALTER | DROP SCHEDULE (which check that the view
+    has, or has not, a schedule, as Databricks does)."""
+    action = st.options.get("schedule")
+    if action is not None:
+        entry = ctx.catalog.find(st.name, "view")
+        if entry is None:
+            ctx.load(st.name)                   # raises the usual 'does not exist' error
+        scheduled = entry.spec.get("refresh") is not None
+        if action == "add" and scheduled:
+            raise ViewletError(f"Incremental view '{entry.name}' already has a schedule "
+                               f"({interval_text(entry.spec['refresh'])}): use ALTER SCHEDULE to "
+                               "change it.")
+        if action in ("alter", "drop") and not scheduled:
+            raise ViewletError(f"Incremental view '{entry.name}' has no schedule: use ADD "
+                               "SCHEDULE to give it one.")
+    return _set_refresh(ctx, st.name, st.options["refresh"])
 
 
 def _set_refresh(ctx, name, every):

@@ -233,8 +233,7 @@ def _spark_session(warehouse: str):
 
 def _explain_brief(spark, view: str) -> List[str]:
     """The map and trigger summary lines of EXPLAIN INCREMENTAL VIEW."""
-    plan = spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()[0][0]
-    lines = plan.splitlines()
+    lines = [r[0] for r in spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()]
     maps, section = [], None
     for ln in lines:
         if ln and not ln.startswith(" "):

@@ -12,7 +12,8 @@ import logging
 import traceback
 
 from . import commands, ddl, relations
-from .errors import ViewletError
+from .errors import ViewletError, ViewletParseError
+from .sql import syntax
 
 log = logging.getLogger("viewlet")
 
@@ -40,6 +41,16 @@ def _json_value(v):
     return v
 
 
+def check_query_syntax(st, spark=None):
+    """Syntax errors of a CREATE's query, positioned in the whole statement."""
+    try:
+        syntax.check(st.query, spark)
+    except ViewletParseError as e:
+        if e.position is not None:
+            e.position += st.query_offset
+        raise
+
+
 class ViewletHandler:
     def __init__(self, ctx):
         self.ctx = ctx
@@ -53,6 +64,8 @@ class ViewletHandler:
                 return json.dumps({"columns": [{"name": n, "type": t}
                                                for n, t in relations.outputs(table)]})
             st = ddl.parse(text)
+            if st.query is not None:       # a syntax error in the query is a parse error too
+                check_query_syntax(st, self.ctx.spark)
             return json.dumps({"columns": [{"name": n, "type": t} for n, t in ddl.OUTPUTS[st.kind]]})
         except BaseException as e:  # noqa: BLE001 - reported to the JVM
             return _error(e, text)

@@ -45,6 +45,9 @@ class _NoCatalog:
     def find(self, name, kind=None):
         return None
 
+    def entries(self, kind=None):
+        return []
+
 
 class _Offline:
     """What LiveResolver needs from a context: a store and (maybe) a warehouse catalog."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -255,15 +256,15 @@ def test_the_change_feed_remedy_is_a_statement_that_runs(spark, vl):
     try:
         with pytest.raises(AnalysisException, match="change data feed") as caught:
             spark.sql("CREATE INCREMENTAL VIEW fed AS SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
-        message = str(caught.value)
-        remedy = message[message.index("ALTER TABLE"):].split("\n")[0].rstrip(".;")
+        remedy = re.search(r"ALTER TABLE \S+ SET TBLPROPERTIES \(delta.enableChangeDataFeed = "
+                           r"true\)", str(caught.value)).group(0)
         spark.sql(remedy)
         spark.sql("CREATE INCREMENTAL VIEW fed AS SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
         spark.sql("INSERT INTO no_feed VALUES (2)")
         spark.sql("REFRESH INCREMENTAL VIEW fed")
         assert_view_matches(spark, "fed", "SELECT a, COUNT(*) AS n FROM no_feed GROUP BY a")
     finally:
-        vl.auto_enable_change_feed = True
+        vl.auto_enable_change_feed = None
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS fed")
 
 

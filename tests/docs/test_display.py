@@ -8,6 +8,7 @@ import pytest
 from deltalake import write_deltalake
 
 import viewlet
+from tests.spark.oracle import explain_parts
 from viewlet.display import Description, Explanation
 
 from .htmltree import Page
@@ -44,7 +45,7 @@ def _strict(html_text: str) -> Page:
 
 
 def test_explanation_text_is_the_explain_statement(spark, vl, view):
-    program, execution = [r[0] for r in spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()]
+    program, execution = explain_parts(spark, view)
     explanation = vl.explain(view)
     assert isinstance(explanation, Explanation)
     assert explanation.text == program and explanation.execution == execution

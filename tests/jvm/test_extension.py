@@ -47,6 +47,12 @@ def test_ddl_routed_with_schema_and_rows(jvm_spark, handler):
         "EXPLAIN INCREMENTAL VIEW v",
         "ALTER INCREMENTAL VIEW v SET TBLPROPERTIES ('a'='b')",
         "/* c /* nested */ */ -- x\n  SHOW INCREMENTAL VIEWS;",
+        "CREATE MATERIALIZED VIEW v SCHEDULE EVERY 1 HOUR AS SELECT 1",
+        "create or refresh materialized view v as select 1",
+        "REFRESH MATERIALIZED VIEW v FULL",
+        "DROP MATERIALIZED VIEW IF EXISTS v",
+        "ALTER MATERIALIZED VIEW v ADD SCHEDULE EVERY 2 HOURS",
+        "SHOW MATERIALIZED VIEWS",
     ],
 )
 def test_every_statement_kind_is_routed(jvm_spark, handler, sql):
@@ -72,6 +78,21 @@ def test_statement_detection(jvm_spark):
     assert not parser.isViewletStatement("CREATE VIEW incremental_view AS SELECT 1")
     assert not parser.isViewletStatement("SHOW INCREMENTAL VIEWSX")
     assert not parser.isViewletStatement("CREATE TEMP INCREMENTAL VIEW v AS SELECT 1")
+    assert parser.isViewletStatement("CREATE OR REFRESH MATERIALIZED VIEW v AS SELECT 1")
+    assert not parser.isViewletStatement("CREATE OR REFRESH VIEW v AS SELECT 1")
+    assert not parser.isViewletStatement("REFRESH TABLE materialized")
+
+
+def test_history_table_function_reads_the_handler(jvm_spark, handler):
+    """viewlet_history('v') is DESCRIBE INCREMENTAL VIEW `v` HISTORY as a table."""
+    handler.describe_reply = {"columns": [{"name": "batch", "type": "bigint"},
+                                          {"name": "status", "type": "string"}]}
+    handler.execute_reply = {"rows": [[1, "committed"], [0, "created"]]}
+    rows = jvm_spark.sql("SELECT status FROM viewlet_history('my `view') WHERE batch = 0").collect()
+    assert [r.status for r in rows] == ["created"]
+    assert handler.of("execute") == ["DESCRIBE INCREMENTAL VIEW `my ``view` HISTORY"]
+    with pytest.raises(AnalysisException, match="takes one argument"):
+        jvm_spark.sql("SELECT * FROM viewlet_history(1)").collect()
 
 
 # ------------------------------------------------------------------ errors

@@ -43,7 +43,7 @@ def test_continuous_refresh_with_bounded_batches(spark, vl, work):
     assert max(r.ranges["r"][1] for r in records) == end
     assert_view_matches(spark, "ct_v", QUERY)
     shown = {r.view: r for r in spark.sql("SHOW INCREMENTAL VIEWS").collect()}
-    assert shown["ct_v"].refresh.startswith("every 3600 seconds")
+    assert shown["ct_v"].refresh.startswith("every 1 hour")
     row = spark.sql("ALTER INCREMENTAL VIEW ct_v SET REFRESH MANUAL").collect()[0]
     assert row.refresh == "manual"
     assert vl.catalog.find("ct_v").spec["refresh"] is None
@@ -68,6 +68,8 @@ def test_loop_errors_are_recorded_and_shown(spark, vl, work):
                  for r in spark.sql("DESCRIBE INCREMENTAL VIEW ct_err").collect()}
     assert "no longer exists" in described[("refresh", "last error")]
     assert "running in this session" in described[("refresh", "mode")]
+    failed = spark.sql("SELECT message FROM viewlet_history('ct_err') WHERE status = 'failed'")
+    assert "no longer exists" in failed.collect()[0].message     # the history keeps the errors
     vl.stop()
     assert not vl.continuous.running("ct_err")
     spark.sql("DROP INCREMENTAL VIEW ct_err")

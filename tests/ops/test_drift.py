@@ -71,8 +71,13 @@ def test_change_feed_turned_off(spark, vl, table):
     DeltaTable(table).alter.set_table_properties({"delta.enableChangeDataFeed": "false"})
     write_deltalake(table, _rows(2, 20), mode="append")
     _refresh_fails(spark, "dr_feed", "change data feed turned off", "FULL")
+    version = DeltaTable(table).version()
+    with pytest.raises(AnalysisException, match="enable_change_data_feed = true"):
+        spark.sql("REFRESH INCREMENTAL VIEW dr_feed FULL")     # no consent to write the table
+    assert DeltaTable(table).version() == version
+    DeltaTable(table).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
     _full(spark, vl, "dr_feed", query)
-    write_deltalake(table, _rows(2, 30), mode="append")        # the rebuild turned it back on
+    write_deltalake(table, _rows(2, 30), mode="append")
     spark.sql("REFRESH INCREMENTAL VIEW dr_feed")
     assert_view_matches(spark, "dr_feed", query)
     spark.sql("DROP INCREMENTAL VIEW dr_feed")

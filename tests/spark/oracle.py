@@ -11,6 +11,13 @@ DOUBLE_TOLERANCE = 1e-6   # doubles drift under incremental sums; decimals and i
 ENGINE = os.environ.get("VIEWLET_TEST_ENGINE", "local")  # noqa: documented, read by conftest
 
 
+def explain_parts(spark, view: str):
+    """EXPLAIN INCREMENTAL VIEW's rows (one per line) as (trigger program, execution) texts."""
+    text = "\n".join(r.plan for r in spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect())
+    program, execution = text.split("\n\nExecution (", 1)
+    return program, "Execution (" + execution
+
+
 def assert_ran_on_test_engine(spark, view: str):
     """The view's last batch ran on the target its settings ask for (the view's engine
     option, else the session's, which conftest.py sets from VIEWLET_TEST_ENGINE): a batch

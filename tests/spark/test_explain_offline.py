@@ -3,6 +3,7 @@ the view exists: the offline compile sees the same tables and makes the same pro
 from __future__ import annotations
 
 from viewlet import cli
+from tests.spark.oracle import explain_parts
 from tests.spark.workload import registered_workload
 
 QUERY = ("SELECT r.a, SUM(r.c * s.f) AS total, COUNT(*) AS n FROM r JOIN s ON r.b = s.b "
@@ -17,7 +18,7 @@ def test_offline_explain_equals_explain_statement(spark, vl, tmp_path, capsys):
     offline = capsys.readouterr().out.rstrip("\n")
     spark.sql(definition.read_text())
     try:
-        online = spark.sql("EXPLAIN INCREMENTAL VIEW ex_v").collect()[0].plan
+        online = explain_parts(spark, "ex_v")[0]
         assert offline == online
     finally:
         spark.sql("DROP INCREMENTAL VIEW ex_v")

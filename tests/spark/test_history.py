@@ -111,7 +111,8 @@ def test_progress_is_quiet_until_the_threshold(spark, vl, work, capsys, caplog):
             _commit(work, "s")                                            # no second copy
             spark.sql("REFRESH INCREMENTAL VIEW prog_v").collect()
         assert "[viewlet]" not in capsys.readouterr().err
-        assert any("refresh prog_v batch 1: reading the changes of s" in r.getMessage()
+        # batch numbers go on across the rebuild (0 created, 1, 2 rebuilt, 3)
+        assert any("refresh prog_v batch 3: reading the changes of s" in r.getMessage()
                    for r in caplog.records)
     finally:
         spark.conf.unset("spark.viewlet.progress.afterSeconds")
@@ -134,3 +135,55 @@ def test_a_callers_job_group_is_kept_and_metered(spark, vl, work):
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
         spark.sql("DROP INCREMENTAL VIEW hist_g")
+
+
+def test_history_survives_full_rebuilds_and_records_failures(spark, vl, work):
+    import shutil
+    from pyspark.errors import AnalysisException
+    from .oracle import assert_view_matches
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_full AS {QUERY}")
+    _commit(work, "r")
+    spark.sql("REFRESH INCREMENTAL VIEW hist_full")
+    before = _history(spark, "hist_full")
+    full = spark.sql("REFRESH INCREMENTAL VIEW hist_full FULL").collect()[0]
+    assert (full.batch, full.status) == (2, "rebuilt")
+    _commit(work, "s")
+    assert spark.sql("REFRESH INCREMENTAL VIEW hist_full").collect()[0].batch == 3
+    assert_view_matches(spark, "hist_full", QUERY)
+    rows = _history(spark, "hist_full")
+    assert [(r.batch, r.status) for r in rows] == [
+        (3, "committed"), (2, "rebuilt"), (1, "committed"), (0, "created")]
+    assert rows[1].message == "REFRESH ... FULL" and rows[1].rows_changed == full.rows_changed
+    assert rows[0].versions_before == rows[1].versions_after      # the rebuild is a watermark
+    assert rows[2:] == before                                    # the old batches, unchanged
+    # a refresh that fails is an entry too, and the table function filters like any table
+    saved = str(work.paths["s"]) + ".saved"
+    shutil.move(work.paths["s"], saved)
+    try:
+        with pytest.raises(AnalysisException, match="no longer exists"):
+            spark.sql("REFRESH INCREMENTAL VIEW hist_full")
+    finally:
+        shutil.move(saved, work.paths["s"])
+    failed = spark.sql("SELECT batch, message FROM viewlet_history('hist_full') "
+                       "WHERE status = 'failed'").collect()
+    assert [f.batch for f in failed] == [4] and "no longer exists" in failed[0].message
+    _commit(work, "r")
+    assert spark.sql("REFRESH INCREMENTAL VIEW hist_full").collect()[0].batch == 4
+    statuses = [(r.batch, r.status) for r in _history(spark, "hist_full", "LIMIT 2")]
+    assert statuses == [(4, "committed"), (4, "failed")]     # newest first
+    spark.sql("DROP INCREMENTAL VIEW hist_full")
+
+
+def test_an_interrupted_batch_a_rebuild_replaced_is_abandoned(spark, vl, work):
+    spark.sql(f"CREATE INCREMENTAL VIEW hist_ab AS {QUERY}")
+    view = vl.load("hist_ab")
+    _commit(work, "r")
+    last = view.manifest.last_committed()
+    ranges = {rel: (last.watermarks[rel], vl.store.version(view.table_path(rel)))
+              for rel in last.ranges}
+    assert view.manifest.plan(1, ranges, {m: 0 for m in view.spec["maps"]})
+    spark.sql("REFRESH INCREMENTAL VIEW hist_ab FULL")
+    rows = _history(spark, "hist_ab")
+    assert [r.batch for r in rows] == [2, 1, 0]
+    assert rows[0].status == "rebuilt" and rows[1].status.startswith("abandoned")
+    spark.sql("DROP INCREMENTAL VIEW hist_ab")

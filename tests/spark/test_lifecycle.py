@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException, ParseException
 
 from viewlet.runtime import views as views_module
 
-from .oracle import assert_view_matches
+from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(s.f) AS sf, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
@@ -76,7 +76,7 @@ def test_ddl_statements(spark, vl, work):
     assert shown["lc_v"].depth.startswith("1")
     described = spark.sql("DESCRIBE INCREMENTAL VIEW lc_v").collect()
     assert any(r.section == "table" and "watermark version" in r.value for r in described)
-    plan = spark.sql("EXPLAIN INCREMENTAL VIEW lc_v").collect()[0].plan
+    plan = explain_parts(spark, "lc_v")[0]
     assert "ON BATCH dr" in plan and "ON BATCH ds" in plan
     spark.sql("DROP INCREMENTAL VIEW lc_v")
     assert "lc_v" not in vl.view_names()
@@ -96,18 +96,57 @@ def test_delta_path_syntax_in_views_and_queries(spark, vl, work):
     spark.sql("DROP INCREMENTAL VIEW lc_path")
 
 
-def test_change_feed_is_turned_on_when_off(spark, vl, tmp_path):
-    path = str(tmp_path / "nofeed")
+def _no_feed_table(tmp_path, name):
+    path = str(tmp_path / name)
     write_deltalake(path, pa.table({"k": pa.array([1, 2, 2], pa.int32())}))
     assert "delta.enableChangeDataFeed" not in DeltaTable(path).metadata().configuration
+    return path
+
+
+def test_change_feed_is_turned_on_only_when_asked(spark, vl, tmp_path):
+    """CREATE never writes to a user's table unasked: a table without a change data feed is
+    refused (naming it and the remedies) unless the view or the session allows turning it on."""
+    before = _view_dirs(vl)
+    path = _no_feed_table(tmp_path, "nofeed")
     query = f"SELECT k, COUNT(*) AS n FROM delta.`{path}` GROUP BY k"
-    spark.sql(f"CREATE INCREMENTAL VIEW lc_feed AS {query}")
+    with pytest.raises(AnalysisException) as err:
+        spark.sql(f"CREATE INCREMENTAL VIEW lc_feed AS {query}")
+    message = str(err.value)
+    assert f"The change data feed of delta.`{path}` is off" in message
+    assert f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)" in message
+    assert "WITH (enable_change_data_feed = true)" in message
+    assert "SET spark.viewlet.enableChangeDataFeed = true" in message
+    assert DeltaTable(path).version() == 0 and "lc_feed" not in vl.view_names()
+    assert _view_dirs(vl) == before
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_feed WITH (enable_change_data_feed = true) AS {query}")
     assert DeltaTable(path).metadata().configuration["delta.enableChangeDataFeed"] == "true"
     write_deltalake(path, pa.table({"k": pa.array([2, 3], pa.int32())}), mode="append")
     DeltaTable(path).delete("k = 1")
     spark.sql("REFRESH INCREMENTAL VIEW lc_feed")
     assert_view_matches(spark, "lc_feed", query)
     spark.sql("DROP INCREMENTAL VIEW lc_feed")
+
+
+def test_change_feed_session_setting_and_context_attribute(spark, vl, tmp_path):
+    by_setting, by_attribute = _no_feed_table(tmp_path, "a"), _no_feed_table(tmp_path, "b")
+    spark.conf.set("spark.viewlet.enableChangeDataFeed", "true")
+    try:
+        spark.sql(f"CREATE INCREMENTAL VIEW lc_conf AS SELECT k FROM delta.`{by_setting}`")
+        with pytest.raises(AnalysisException, match="is off"):     # the view's false wins
+            spark.sql("CREATE INCREMENTAL VIEW lc_no WITH (enable_change_data_feed = false) AS "
+                      f"SELECT k FROM delta.`{_no_feed_table(tmp_path, 'c')}`")
+    finally:
+        spark.conf.unset("spark.viewlet.enableChangeDataFeed")
+    assert DeltaTable(by_setting).metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    assert vl.auto_enable_change_feed is False                 # the default again
+    vl.auto_enable_change_feed = True                          # the context's own switch wins
+    try:
+        spark.sql(f"CREATE INCREMENTAL VIEW lc_attr AS SELECT k FROM delta.`{by_attribute}`")
+    finally:
+        vl.auto_enable_change_feed = None
+    assert DeltaTable(by_attribute).metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    for name in ("lc_conf", "lc_attr"):
+        spark.sql(f"DROP INCREMENTAL VIEW {name}")
 
 
 @pytest.mark.parametrize("fail_on", ["add_rows", "merge_replace"])

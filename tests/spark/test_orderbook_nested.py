@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import viewlet
 
-from .oracle import assert_view_matches
+from .oracle import assert_view_matches, explain_parts
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql" / "orderbook"
 QUERIES = ["vwap", "vwap_cached", "psp", "axf", "bsp", "bsv", "mst"]
@@ -39,7 +39,7 @@ def test_orderbook_view_equals_recompute(spark, vl, tmp_path, name):
     view = f"book_{name}"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} {options} AS {query}")
     try:
-        plan = spark.sql(f"EXPLAIN INCREMENTAL VIEW {view}").collect()[0][0]
+        plan = explain_parts(spark, view)[0]
         assert ("view cache" in plan) == ("caches" in options), plan
         assert_view_matches(spark, view, query)
         for _ in range(BATCHES.get(name, 3)):

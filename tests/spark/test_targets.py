@@ -8,7 +8,7 @@ import pytest
 from viewlet.local import engine as local_engine
 from viewlet.runtime import targets
 
-from .oracle import assert_view_matches
+from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
 
 QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a"
@@ -106,7 +106,7 @@ def test_sql_the_local_target_cannot_reproduce_runs_on_spark(spark, vl, tmp_path
         if stats.get("engine"):
             assert stats["engine"] == "spark"
             assert "cannot run this view: function UPPER" in stats["engine_reason"]
-        execution = spark.sql("EXPLAIN INCREMENTAL VIEW tg_refused").collect()[1][0]
+        execution = explain_parts(spark, "tg_refused")[1]
         assert "local target: cannot run this view: function UPPER" in execution
         described = {(r[0], r[1]): r[2] for r in spark.sql(
             "DESCRIBE INCREMENTAL VIEW tg_refused").collect()}
@@ -136,8 +136,7 @@ def test_explain_and_describe_show_the_engine_and_the_plan(spark, vl, tmp_path, 
     registered_workload(spark, str(tmp_path), seed=45)
     spark.sql(f"CREATE INCREMENTAL VIEW tg_explain AS {QUERY}")
     try:
-        program, execution = [r[0] for r in spark.sql(
-            "EXPLAIN INCREMENTAL VIEW tg_explain").collect()]
+        program, execution = explain_parts(spark, "tg_explain")
         assert program.startswith("Incremental view tg_explain")
         assert "engine: auto" in execution and "local target: can run this view" in execution
         assert targets.MAX_ROWS_CONF in execution and "batch plan" in execution

@@ -21,11 +21,12 @@ from .tables import LiveResolver
 from . import views
 
 log = logging.getLogger("viewlet")
+ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"
 
 
 class Viewlet:
     def __init__(self, spark: SparkSession, warehouse: str, store: Optional[TableStore] = None,
-                 auto_enable_change_feed: bool = True):
+                 auto_enable_change_feed: Optional[bool] = None):
         self.spark = spark
         self.layout = WarehouseLayout(warehouse)
         self.store = store or DeltaRsStore()
@@ -33,7 +34,7 @@ class Viewlet:
             for prefix in self.layout.owned_prefixes():
                 self.store.own(prefix)
         self.catalog = Catalog(self.store, self.layout)
-        self.auto_enable_change_feed = auto_enable_change_feed
+        self._auto_enable_change_feed = auto_enable_change_feed
         self._compiled: Dict[str, CompiledView] = {}
         self._continuous = None
         self._local_engine = None
@@ -57,6 +58,20 @@ class Viewlet:
         return self._local_engine
 
     @property
+    def auto_enable_change_feed(self) -> bool:
+        """Whether CREATE may turn on a base table's change data feed (a commit to the user's
+        table) for views without the enable_change_data_feed option: set on this context
+        (True / False), else the session's spark.viewlet.enableChangeDataFeed (default off)."""
+        if self._auto_enable_change_feed is not None:
+            return self._auto_enable_change_feed
+        value = self.spark.conf.get(ENABLE_CHANGE_FEED_CONF, "false") or "false"
+        return value.strip().lower() == "true"
+
+    @auto_enable_change_feed.setter
+    def auto_enable_change_feed(self, value: Optional[bool]):
+        self._auto_enable_change_feed = value
+
+    @property
     def warehouse(self) -> str:
         return self.layout.root
 
@@ -66,12 +81,14 @@ class Viewlet:
     # -- views -----------------------------------------------------------------------------
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
-                    map_writes: str = "append", engine: Optional[str] = None) -> Dict:
+                    map_writes: str = "append", engine: Optional[str] = None,
+                    enable_change_data_feed: Optional[bool] = None) -> Dict:
         """`caches`: keep inequality-correlated nested queries as view caches
         (compiler/caches.py). `map_writes`: how a batch writes its map deltas, 'append'
         (appended and compacted now and then) or 'merge' (one MERGE per map; runtime/maps.py).
         `engine`: where batches run, 'auto', 'local' or 'spark' (runtime/targets.py); None:
-        the session's spark.viewlet.engine, else auto."""
+        the session's spark.viewlet.engine, else auto. `enable_change_data_feed`: True lets
+        CREATE turn on base tables' change data feeds; None: `auto_enable_change_feed`."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
         if map_writes not in MAP_WRITES:
@@ -81,14 +98,25 @@ class Viewlet:
         options = {"map_writes": map_writes}
         if engine is not None:
             options["engine"] = engine
+        if enable_change_data_feed is not None:
+            options["enable_change_data_feed"] = bool(enable_change_data_feed)
         return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
                                  options=options)
 
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
-        if full:
-            from .rebuild import rebuild_view
-            return rebuild_view(self, name)
-        return views.refresh_view(self, name, max_commits)
+        """One batch (`full`: a rebuild); a refresh that fails is recorded in the view's
+        history before the error is raised."""
+        try:
+            if full:
+                from .rebuild import rebuild_view
+                return rebuild_view(self, name)
+            return views.refresh_view(self, name, max_commits)
+        except ViewNotFound:
+            raise
+        except Exception as e:
+            from .history import record_failure
+            record_failure(self, name, e)
+            raise
 
     # -- continuous mode (runtime/continuous.py) -------------------------------------------
     @property

@@ -147,7 +147,9 @@ class ContinuousRefresh:
         from . import views
         try:
             result = views.refresh_view(self.ctx, name, self.max_commits)
-        except Exception as e:  # noqa: BLE001 - recorded, shown by SHOW/DESCRIBE, retried
+        except Exception as e:  # noqa: BLE001 - recorded, shown by SHOW/DESCRIBE/HISTORY, retried
+            from .history import record_failure
+            record_failure(self.ctx, name, e)
             message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             with self._cv:
                 st.failures += 1

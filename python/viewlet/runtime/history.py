@@ -1,10 +1,24 @@
-"""DESCRIBE INCREMENTAL VIEW v HISTORY: one row per batch from the view's manifest, newest
-first (as Delta's DESCRIBE HISTORY), with the statistics each batch recorded."""
+"""DESCRIBE INCREMENTAL VIEW v HISTORY (and `SELECT * FROM viewlet_history('v')`): one row per
+batch from the view's manifest, newest first (as Delta's DESCRIBE HISTORY), with the
+statistics each batch recorded, the rebuilds with their reason and the refreshes that failed.
+
+Statuses:
+  created      the initial load of CREATE
+  committed    a batch of REFRESH (or continuous refresh) that was applied
+  rebuilt      the load of REFRESH ... FULL (or CREATE OR REFRESH with a new definition);
+               `message` says why
+  failed       a refresh that ended in an error before committing; `message` is the error
+  planned, not committed   an interrupted batch; the next REFRESH re-runs it
+  abandoned    an interrupted batch a rebuild made moot
+"""
 from __future__ import annotations
 
+import logging
 from typing import Dict, List, Optional, Sequence
 
 from .manifest import BatchRecord
+
+log = logging.getLogger("viewlet")
 
 COLUMNS = [
     ("batch", "bigint"), ("status", "string"),
@@ -13,41 +27,79 @@ COLUMNS = [
     ("changes", "bigint"), ("rows_changed", "bigint"),
     ("map_rows_changed", "map<string,bigint>"),
     ("seconds", "double"), ("phase_seconds", "map<string,double>"), ("spark_jobs", "int"),
-    ("engine", "string"), ("engine_reason", "string"),
+    ("engine", "string"), ("engine_reason", "string"), ("message", "string"),
 ]
+STATUSES = ("created", "committed", "rebuilt", "failed", "planned, not committed", "abandoned")
 
 
 def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
     display = {rel: t.display for rel, t in view.compiled.spec.tables.items()}
     planned: Dict[int, BatchRecord] = {}
     committed: Dict[int, BatchRecord] = {}
-    for rec in view.manifest.records():
-        (committed if rec.phase == "committed" else planned)[rec.batch] = rec
-    rows = []
-    for batch in sorted(set(planned) | set(committed), reverse=True)[:limit]:
+    entries = []                       # (batch, time, row)
+    records = view.manifest.all_records()
+    last_committed = max((r.batch for r in records if r.phase == "committed"), default=-1)
+    for rec in records:
+        if rec.phase == "committed":
+            committed[rec.batch] = rec
+        elif rec.phase == "planned":
+            planned[rec.batch] = rec
+        elif rec.phase == "failed":
+            entries.append((rec.batch, rec.at, _failure_row(rec)))
+    for batch in set(planned) | set(committed):
         done = committed.get(batch)
         rec = done or planned[batch]
-        status = ("created" if batch == 0 else "committed") if done else \
-            "planned, not committed (the next REFRESH re-runs it)"
-        stats = rec.stats if done else {}
-        seconds = dict(stats.get("seconds", {}))
-        total = seconds.pop("total", None) if batch else seconds.pop("create", None)
         started = planned[batch].at if batch in planned else None
-        rows.append((
-            batch, status, started, done.at if done else None,
-            {display.get(r, r): a for r, (a, _) in rec.ranges.items()},
-            {display.get(r, r): b for r, (_, b) in rec.ranges.items()},
-            sum(stats.get("delta_rows", {}).values()) if done else None,
-            stats.get("result_rows_changed"), stats.get("map_rows_changed"),
-            None if total is None else round(total, 3),
-            {k: round(v, 3) for k, v in seconds.items()} if done else None,
-            stats.get("spark_jobs"),
-            _engine(batch, stats) if done else None, stats.get("engine_reason") if done else None,
-        ))
-    return rows
+        row = _batch_row(rec, done, started, display, batch < last_committed)
+        entries.append((batch, rec.at, row))
+    entries.sort(key=lambda e: (e[0], e[1] is not None, e[1]), reverse=True)
+    return [row for _, _, row in entries[:limit]]
 
 
-def _engine(batch: int, stats) -> str:
-    """The target that computed the batch: CREATE's load and batches recorded before there
-    were two targets ran on Spark."""
+def _batch_row(rec: BatchRecord, done: Optional[BatchRecord], started, display,
+               superseded: bool):
+    stats = rec.stats if done else {}
+    seconds = dict(stats.get("seconds", {}))
+    load = "create" in seconds                 # an initial load: CREATE's or a rebuild's
+    total = seconds.pop("create", None) if load else seconds.pop("total", None)
+    if done:
+        status = "rebuilt" if stats.get("rebuilt") else "created" if load else "committed"
+    else:
+        status = "abandoned (a rebuild replaced the view before it was re-run)" if superseded \
+            else "planned, not committed (the next REFRESH re-runs it)"
+    return (
+        rec.batch, status, started if not load else rec.at, done.at if done else None,
+        {display.get(r, r): a for r, (a, _) in rec.ranges.items()},
+        {display.get(r, r): b for r, (_, b) in rec.ranges.items()},
+        sum(stats.get("delta_rows", {}).values()) if done else None,
+        stats.get("result_rows_changed"), stats.get("map_rows_changed"),
+        None if total is None else round(total, 3),
+        {k: round(v, 3) for k, v in seconds.items()} if done else None,
+        stats.get("spark_jobs"),
+        _engine(stats) if done else None, stats.get("engine_reason") if done else None,
+        stats.get("rebuilt"),
+    )
+
+
+def _failure_row(rec: BatchRecord):
+    return (rec.batch, "failed", rec.at, None, None, None, None, None, None, None, None, None,
+            None, None, rec.stats.get("error"))
+
+
+def _engine(stats) -> str:
+    """The target that computed the batch: loads and batches recorded before there were two
+    targets ran on Spark."""
     return stats.get("engine") or "spark"
+
+
+def record_failure(ctx, name: str, error: BaseException):
+    """Write a failed refresh of `name` into its history (never raises: the error the user
+    sees is the refresh's own)."""
+    try:
+        view = ctx.load(name)
+        message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+        manifest = view.manifest
+        last = manifest.last_committed().batch
+        manifest.record_failure(last + 1, message)
+    except Exception as e:  # noqa: BLE001 - a view that cannot be loaded has no history
+        log.debug("Could not record the failed refresh of %s: %s", name, e)

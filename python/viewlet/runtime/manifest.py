@@ -4,6 +4,10 @@ Before a batch touches any map it appends a 'planned' row holding the base-table
 ranges it consumes and every map's version at batch start; after every map has committed it
 appends a 'committed' row. Watermarks are the ranges of the newest committed batch. A planned
 batch without its committed row is re-run with exactly the recorded inputs.
+
+A 'failed' row records a refresh that ended in an error (HISTORY shows it); it is no input
+to any batch. REFRESH ... FULL writes the rebuilt view's manifest starting with every row of
+the old one, so the history survives rebuilds and batch numbers keep counting up.
 """
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ _SCHEMA = pa.schema([
 _LOCK = threading.Lock()
 _READ: Dict[str, tuple] = {}      # manifest path -> (version read, its records)
 
+BATCH_PHASES = ("planned", "committed")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 PLAN_TXN = "viewlet-plan"
 COMMIT_TXN = "viewlet-commit"
 Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
@@ -50,12 +56,8 @@ class Manifest:
         self.store = store
         self.path = path
 
-    def _append(self, rec: BatchRecord, create: bool = False, once: Optional[str] = None) -> bool:
-        row = {"batch": rec.batch, "phase": rec.phase,
-               "ranges": json.dumps({k: list(v) for k, v in rec.ranges.items()}),
-               "map_versions": json.dumps(rec.map_versions), "stats": json.dumps(rec.stats),
-               "at": dt.datetime.now(dt.timezone.utc)}
-        data = pa.Table.from_pylist([row], schema=_SCHEMA)
+    def _append(self, rec: BatchRecord, once: Optional[str] = None) -> bool:
+        data = _row_table(rec)
         if once:
             try:
                 version = self.store.append_once(self.path, data, (once, rec.batch))
@@ -64,7 +66,7 @@ class Manifest:
             if version is not None:
                 self._remember(version, _records(data))
             return version is not None
-        (self.store.create if create else self.store.append)(self.path, data)
+        self.store.append(self.path, data)
         return True
 
     def _remember(self, version: int, added: tuple):
@@ -75,6 +77,11 @@ class Manifest:
                 _READ[self.path] = (version, known[1] + added)
 
     def records(self) -> List[BatchRecord]:
+        """The planned and committed rows, by batch (a batch's planned row first)."""
+        return [r for r in self.all_records() if r.phase in BATCH_PHASES]
+
+    def all_records(self) -> List[BatchRecord]:
+        """Every row, failures included, by batch and time."""
         # The manifest only gains rows: read the ones added since the version read last.
         version = self.store.version(self.path)
         with _LOCK:
@@ -91,11 +98,30 @@ class Manifest:
                 records = _records(self.store.read_files(snap))
             with _LOCK:
                 _READ[self.path] = (version, records)
-        return sorted(records, key=lambda r: (r.batch, r.phase == "committed"))
+        return sorted(records, key=lambda r: (r.batch, r.phase == "committed", r.at or _EPOCH))
 
-    def start(self, versions: Dict[str, int], stats: Dict):
-        self._append(BatchRecord(0, "committed", {k: (v, v) for k, v in versions.items()}, {}, stats),
-                     create=True)
+    def start(self, versions: Dict[str, int], stats: Dict, batch: int = 0,
+              carried: Optional[pa.Table] = None):
+        """Create the manifest with the initial load as `batch`, after the rows `carried`
+        over from the manifest of the view this one rebuilds (one commit)."""
+        rec = BatchRecord(batch, "committed", {k: (v, v) for k, v in versions.items()}, {}, stats)
+        rows = _row_table(rec)
+        if carried is not None and carried.num_rows:
+            rows = pa.concat_tables([carried.select(_SCHEMA.names).cast(_SCHEMA), rows])
+        self.store.create(self.path, rows)
+
+    def rows(self) -> pa.Table:
+        """Every row as stored (what a rebuild carries over)."""
+        return self.store.read_files(self.store.snapshot(self.path))
+
+    def next_batch(self) -> int:
+        """The number after every batch recorded (planned, committed or failed)."""
+        return max((r.batch for r in self.all_records()), default=-1) + 1
+
+    def record_failure(self, batch: int, message: str):
+        """A refresh that failed before committing `batch` (a plain append: it races with
+        nothing, planners and committers only check their own transaction ids)."""
+        self._append(BatchRecord(batch, "failed", {}, {}, {"error": message}))
 
     def latest(self) -> BatchRecord:
         return self.records()[-1]
@@ -112,6 +138,14 @@ class Manifest:
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,
                                         planned.map_versions, stats), once=COMMIT_TXN)
+
+
+def _row_table(rec: BatchRecord) -> pa.Table:
+    row = {"batch": rec.batch, "phase": rec.phase,
+           "ranges": json.dumps({k: list(v) for k, v in rec.ranges.items()}),
+           "map_versions": json.dumps(rec.map_versions), "stats": json.dumps(rec.stats),
+           "at": dt.datetime.now(dt.timezone.utc)}
+    return pa.Table.from_pylist([row], schema=_SCHEMA)
 
 
 def _records(rows: pa.Table) -> tuple:

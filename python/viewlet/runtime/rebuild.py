@@ -2,42 +2,60 @@
 
 The definition is recompiled against the live table schemas and loaded into a new view
 directory (exactly as CREATE does); the catalog entry is swapped in one commit, so readers
-see the old view or the new one; the old directory is dropped last. Views that read the
-rebuilt view are rebuilt after it (their upstream's result is a new table).
+see the old view or the new one; the old directory is dropped last. The new manifest starts
+with the old one's rows and records the load as the next batch, status `rebuilt` with its
+reason, so HISTORY goes on across rebuilds. Views that read the rebuilt view are rebuilt
+after it (their upstream's result is a new table).
 """
 from __future__ import annotations
 
 import time
-from typing import Dict
+from typing import Dict, Optional, Tuple
 
 from ..errors import ViewNotFound
 from . import chain, views
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
-KEPT_SETTINGS = ("refresh", "map_writes", "catalog_name")
+KEPT_SETTINGS = ("refresh", "map_writes", "engine", "enable_change_data_feed", "catalog_name")
+FULL_REASON = "REFRESH ... FULL"
 
 
-def rebuild_view(ctx, name: str) -> Dict:
+def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
+                 definition: Optional[Tuple[str, Dict, Optional[bool]]] = None) -> Dict:
     """Rebuild `name`, then every view that reads it (transitively, in dependency order):
-    a rebuilt view's result is a new table, which the views reading it are rebuilt from."""
+    a rebuilt view's result is a new table, which the views reading it are rebuilt from.
+    `definition`: (query, {depth, caches, map_writes, engine}, enable_change_data_feed) to
+    rebuild with instead of the stored one (CREATE OR REFRESH with a new definition)."""
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
     if old is None:
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
     downstream = chain.downstream_order(ctx, old.name)
-    rows = _rebuild_one(ctx, old)
+    created = _rebuild_one(ctx, old, reason, definition)
     for dependent in downstream:
-        _rebuild_one(ctx, ctx.catalog.find(dependent, "view"))
+        _rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
+                     f"its upstream view {old.name} was rebuilt ({reason})")
     status = "rebuilt" + (f" (and {', '.join(downstream)}, which read it)" if downstream else "")
-    return {"view": old.name, "batch": 0, "changes": 0, "rows_changed": rows,
-            "seconds": round(time.perf_counter() - t0, 3), "status": status}
+    return {"view": old.name, "batch": created["batch"], "changes": 0,
+            "rows_changed": created["rows"], "seconds": round(time.perf_counter() - t0, 3),
+            "status": status}
 
 
-def _rebuild_one(ctx, old) -> int:
+def _rebuild_one(ctx, old, reason: str, definition=None) -> Dict:
     kept = {k: old.spec[k] for k in KEPT_SETTINGS if k in old.spec}
-    created = views.create_view(ctx, old.name, old.spec["sql"], old.spec["depth"],
-                                replacing=old, options=kept, caches=old.spec.get("caches", False))
+    sql, depth, caches = old.spec["sql"], old.spec["depth"], old.spec.get("caches", False)
+    if definition is not None:
+        sql, settings, consent = definition
+        depth, caches = settings["depth"], settings["caches"]
+        kept["map_writes"] = settings["map_writes"]
+        kept.pop("engine", None)
+        if settings["engine"] is not None:
+            kept["engine"] = settings["engine"]
+        if consent is not None:
+            kept["enable_change_data_feed"] = consent
+    created = views.create_view(ctx, old.name, sql, depth, replacing=old, options=kept,
+                                caches=caches, rebuild_reason=reason)
     ctx.forget(old.id)
     ctx.store.drop(old.location)
-    return created["rows"]
+    return created

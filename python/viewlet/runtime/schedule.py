@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 
 _UNITS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60,
-          "minute": 60, "h": 3600, "hour": 3600}
+          "minute": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400, "week": 604800}
+# How intervals are shown: the largest unit that divides them.
+_SHOWN = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 _FORM = re.compile(r"^\s*(?:INTERVAL\s+)?(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", re.I)
 MIN_SECONDS = 0.1
 
@@ -17,7 +19,7 @@ def parse_interval(text: str) -> float:
         unit = unit[:-1]
     if not m or unit not in _UNITS:
         raise ValueError(f"Invalid refresh interval '{text}': write a number and a unit, e.g. "
-                         "'10 seconds', '2 minutes', '1 hour' or '500 milliseconds'")
+                         "'10 seconds', '2 minutes', '1 hour', '1 day' or '500 milliseconds'")
     seconds = float(m.group(1)) * _UNITS[unit]
     if seconds < MIN_SECONDS:
         raise ValueError(f"Refresh interval '{text}' is shorter than {MIN_SECONDS} seconds")
@@ -27,4 +29,8 @@ def parse_interval(text: str) -> float:
 def interval_text(seconds) -> str:
     if seconds is None:
         return "manual"
+    for unit, size in _SHOWN:
+        count = seconds / size
+        if count >= 1 and count == int(count):
+            return f"every {int(count)} {unit}{'s' if count != 1 else ''}"
     return f"every {seconds:g} seconds"

@@ -13,8 +13,13 @@ from ..spark.catalog_tables import delta_location
 from ..spark.io import spark_schema
 from ..sql.ctes import inline_ctes
 from ..sql.quantified import rewrite_quantified
+from ..sql.suggest import did_you_mean
 from ..sql.tables import ColumnInfo, TableInfo
 from .layout import normalize_location
+
+
+# Spark's file data sources, referenced as format.`path` (never Delta tables).
+FILE_FORMATS = ("parquet", "orc", "csv", "json", "avro", "text", "binaryfile")
 
 
 class LiveResolver:
@@ -29,6 +34,13 @@ class LiveResolver:
         """(location, display name) of a table reference."""
         if len(parts) == 2 and parts[0].lower() == "delta":
             return normalize_location(parts[1]), f"delta.`{parts[1]}`"
+        if len(parts) == 2 and parts[0].lower() in FILE_FORMATS:
+            raise TableNotFound(
+                f"{parts[0]}.`{parts[1]}` reads {parts[0]} files, but base tables of an "
+                "incremental view must be Delta tables (Viewlet reads their changes from the "
+                f"Delta change data feed). Convert the files into a Delta table (CONVERT TO "
+                f"DELTA {parts[0]}.`{parts[1]}` with delta-spark, or deltalake's "
+                f"convert_to_deltalake in Python) and write delta.`{parts[1]}`.")
         name = ".".join(parts)
         entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
         if entry is not None:
@@ -36,11 +48,14 @@ class LiveResolver:
         location = delta_location(self.ctx.spark, parts)
         if location is not None:
             return location, name
+        known = [e.name for e in self.ctx.catalog.entries()] if len(parts) == 1 else []
         raise TableNotFound(
-            f"Table '{name}' not found. Base tables of an incremental view must be Delta tables: "
-            f"write delta.`/path/to/table`, create it in the session catalog (CREATE TABLE "
-            f"{name} ... USING delta, with delta-spark), or name one with "
-            f"viewlet.register_table(spark, '{name}', '/path/to/table').")
+            f"Table '{name}' not found. Base tables of an incremental view are Delta tables: "
+            f"in SQL, write the table's path as delta.`/path/to/{parts[-1]}`, or create it in "
+            f"Spark's catalog (CREATE TABLE {name} ... USING delta, in a session with "
+            f"delta-spark); to use the name {name} for a table elsewhere, register it once "
+            f"(from Python: viewlet.register_table(spark, '{name}', '/path/to/{parts[-1]}'))."
+            + did_you_mean(name, known, close_only=True))
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:
         if len(parts) == 1:

@@ -16,7 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from ..errors import ViewAlreadyExists, ViewletError, ViewNotFound
+from ..errors import ChangeFeedError, ViewAlreadyExists, ViewletError, ViewNotFound
 from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark_schema, union_all
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
@@ -37,7 +37,6 @@ from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
 OP = "__viewlet_op"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass
@@ -58,10 +57,41 @@ class MapSchema:
 
 
 def validate_name(name: str) -> str:
-    if not _NAME.match(name or ""):
-        raise ViewletError(f"Invalid incremental view name {name!r}: use letters, digits and "
-                           "underscores, starting with a letter or underscore.")
+    """Any name Spark can write (quoted when it is not plain ASCII letters, digits and
+    underscores): names live in the catalog only, never in paths or generated SQL."""
+    if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
+        raise ViewletError(f"Invalid name {name!r}: a name needs at least one visible character "
+                           "and no control characters.")
     return name
+
+
+def _refuse_taken_name(ctx, name: str, if_not_exists: bool) -> Optional[Dict]:
+    """CREATE's name must be free: not a view (IF NOT EXISTS: nothing to do), not a table
+    registered with register_table, not a table or view of Spark's catalog (a query naming
+    it would read that one, not the incremental view)."""
+    from ..ddl import quote_identifier
+    taken = ctx.catalog.find(name)
+    if taken is not None and taken.kind == "view":
+        if if_not_exists:
+            return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
+        raise ViewAlreadyExists(f"Incremental view '{taken.name}' already exists. Drop it first, "
+                                "or use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
+    if taken is not None:
+        raise ViewAlreadyExists(
+            f"'{taken.name}' is a base table (registered for {taken.location}), not an "
+            "incremental view: give the view another name.")
+    if _in_spark_catalog(ctx, quote_identifier(name)):
+        raise ViewAlreadyExists(
+            f"'{name}' is a table or view in Spark's catalog, so a query naming it would read "
+            "that one, not the incremental view: give the view another name.")
+    return None
+
+
+def _in_spark_catalog(ctx, quoted: str) -> bool:
+    try:
+        return bool(ctx.spark.catalog.tableExists(quoted))
+    except Exception:  # noqa: BLE001 - a catalog that cannot answer has no such table for us
+        return False
 
 
 class LoadedView:
@@ -161,15 +191,17 @@ class _Draft:
 # -- CREATE ------------------------------------------------------------------------------
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 if_not_exists: bool = False, replacing: Optional[Entry] = None,
-                options: Optional[Dict] = None, caches: bool = False) -> Dict:
-    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry."""
+                options: Optional[Dict] = None, caches: bool = False,
+                rebuild_reason: Optional[str] = None) -> Dict:
+    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry; the new
+    manifest carries the old one's rows and records the load as a batch `rebuilt` for
+    `rebuild_reason`."""
     validate_name(name)
     t_start = time.perf_counter()
-    if replacing is None and ctx.catalog.find(name) is not None:
-        if if_not_exists:
-            return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
-        raise ViewAlreadyExists(f"Incremental view '{name}' already exists. Drop it first, or "
-                                "use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
+    if replacing is None:
+        exists = _refuse_taken_name(ctx, name, if_not_exists)
+        if exists is not None:
+            return exists
     catalog_name = published.reserve(ctx, name) if replacing is None else \
         replacing.spec.get("catalog_name")
     recorder = RecordingResolver(ctx.resolver())
@@ -182,7 +214,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     try:
         progress.__enter__()
         progress.step("checking the base tables' change data feed")
-        versions = _prepare_base_tables(ctx, name, compiled)
+        versions = _prepare_base_tables(ctx, name, compiled,
+                                        (options or {}).get("enable_change_data_feed"))
         draft = _Draft(ctx, view_id, compiled)
         frames = {spec.tables[r].id: _relation_frame(ctx, spec.tables[r], v)
                   for r, v in versions.items()}
@@ -204,7 +237,12 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 parts[m.name] = frame
         # Small bases: every map in one Spark job; else one job per map, so that the driver
         # holds one map at a time (runtime/initial_load.py).
-        txn = (f"viewlet:{view_id}", 0)
+        carried = old_manifest = None
+        if replacing is not None:       # the history goes on: batch numbers keep counting
+            old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
+            carried = old_manifest.rows()
+        first_batch = old_manifest.next_batch() if old_manifest is not None else 0
+        txn = (f"viewlet:{view_id}", first_batch)
         kept = set(multiset_params(spec)) | {compiled.program.view_map}
         kept_data: Dict[str, pa.Table] = {}    # what the result rows are derived from
         warm: Dict[str, pa.Table] = {}         # maps kept hot in memory for the batches
@@ -259,7 +297,10 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}}
-        Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
+        if replacing is not None:
+            stats["rebuilt"] = rebuild_reason or "REFRESH ... FULL"
+        Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats, first_batch,
+                                                                      carried)
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
@@ -280,7 +321,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     published.publish(ctx, entry, ctx.layout.result_table(view_id))
     _keep_hot(ctx, name, warm)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
-            "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
+            "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3),
+            "batch": first_batch}
 
 
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
@@ -307,7 +349,8 @@ def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
         log.warning("View %s: maps not kept in memory (%s)", name, e)
 
 
-def _prepare_base_tables(ctx, name: str, compiled: CompiledView) -> Dict[str, int]:
+def _prepare_base_tables(ctx, name: str, compiled: CompiledView,
+                         consent: Optional[bool] = None) -> Dict[str, int]:
     """The version of each relation the view is loaded at. Upstream incremental views are
     first refreshed (with theirs, runtime/chain.py) to the same versions of every base table
     as the view's own base tables are read at."""
@@ -315,23 +358,43 @@ def _prepare_base_tables(ctx, name: str, compiled: CompiledView) -> Dict[str, in
     tables = compiled.spec.tables
     uppers = chain.upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
     until = None
+    for table in tables.values():
+        if not table.view:
+            ctx.store.observe(table.id)      # a table replaced at its path is seen as new
+    _turn_on_change_feeds(ctx, name, [t for t in tables.values() if not t.view], consent)
     if uppers:
         chain.refuse_cycle(ctx, name, uppers)
         until = chain.bring_up(ctx, uppers, [t.id for t in tables.values() if not t.view])
     for rel, table in tables.items():
         if table.view:
             versions[rel] = chain.upstream_version(ctx, name, table, until)
-            continue
-        ctx.store.observe(table.id)       # a table replaced at its path is seen as new
-        if not ctx.store.change_feed_enabled(table.id):
-            if not ctx.auto_enable_change_feed:
-                raise ViewletError(
-                    f"The change data feed of {table.display} is off. Turn it on with: ALTER TABLE "
-                    f"{table.display} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
-            log.warning("Turning on the change data feed of %s", table.display)
-            ctx.store.enable_change_feed(table.id)
-        versions[rel] = until[table.id] if until else ctx.store.version(table.id)
+        else:
+            versions[rel] = until[table.id] if until else ctx.store.version(table.id)
     return versions
+
+
+def _turn_on_change_feeds(ctx, name: str, tables, consent: Optional[bool]):
+    """Base tables must have their change data feed on. Turning it on is a commit to a table
+    the user owns, so it happens only with consent (the view's enable_change_data_feed
+    option, else the context's / session's setting); without it CREATE fails before
+    anything is written, naming every such table and the remedies."""
+    off = [t for t in tables if not ctx.store.change_feed_enabled(t.id)]
+    if not off:
+        return
+    if not (ctx.auto_enable_change_feed if consent is None else consent):
+        from ..ddl import quote_identifier
+        shown = ", ".join(t.display for t in off)
+        alters = "; ".join(f"ALTER TABLE delta.`{t.id}` SET TBLPROPERTIES "
+                           "(delta.enableChangeDataFeed = true)" for t in off)
+        raise ChangeFeedError(
+            f"The change data feed of {shown} is off, and Viewlet reads a table's changes from "
+            f"it. Turn it on yourself ({alters}), or let CREATE turn it on (a commit to the "
+            f"table): CREATE INCREMENTAL VIEW {quote_identifier(name)} WITH "
+            "(enable_change_data_feed = true) AS ..., or for the session SET "
+            "spark.viewlet.enableChangeDataFeed = true.")
+    for t in off:
+        log.warning("Turning on the change data feed of %s", t.display)
+        ctx.store.enable_change_feed(t.id)
 
 
 def _relation_frame(ctx, table, version: int) -> DataFrame:

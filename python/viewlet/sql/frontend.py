@@ -18,7 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 from ..calculus.ir import ONE, Add, Cond, Const, Groups, Lift, Mul, Query, Rel, Value, product
 from ..calculus.normalize import fresh_var, normalize
 from ..calculus.scalar import Scalar, conjuncts
-from ..errors import UnsupportedSQL, ViewletError, ViewletParseError
+from ..errors import UnsupportedSQL, ViewletError
 from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
@@ -26,6 +26,8 @@ from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .quantified import rewrite_quantified
+from .suggest import did_you_mean
+from .syntax import sqlglot_error
 from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
 from .tables import ColumnInfo, TableInfo, TableResolver
@@ -181,19 +183,23 @@ class _Translator:
             if not matches and self.outer is not None:
                 return self.outer.column_var(col)      # a correlated reference
             if not matches:
-                raise ViewletError(f"Unknown table or alias '{qual}' in column '{col.sql()}'.",
+                raise ViewletError(f"Unknown table or alias '{qual}' in column '{col.sql()}'."
+                                   + did_you_mean(qual, [i.alias for i in self._scopes()]),
                                    position_of(col))
             inst = matches[0]
             if inst.table.column(name) is None:
                 raise ViewletError(f"Column '{name}' does not exist in {inst.table.display} "
-                                   f"(alias '{inst.alias}'). Columns: "
-                                   f"{', '.join(c.name for c in inst.table.columns)}.", position_of(col))
+                                   f"(alias '{inst.alias}')."
+                                   + did_you_mean(name, [f"{inst.alias}.{c.name}"
+                                                         for c in inst.table.columns]),
+                                   position_of(col))
         else:
             matches = [i for i in self.instances if i.table.column(name) is not None]
             if not matches and self.outer is not None:
                 return self.outer.column_var(col)
             if not matches:
-                raise ViewletError(f"Column '{name}' does not exist in any table of the query.",
+                raise ViewletError(f"Column '{name}' does not exist in any table of the query."
+                                   + did_you_mean(name, self._visible_columns()),
                                    position_of(col))
             if len(matches) > 1:
                 raise ViewletError(f"Column '{name}' is ambiguous: it exists in "
@@ -213,6 +219,21 @@ class _Translator:
             self.var_columns[var] = (inst.relation, info.name)
             self.nullable[var] = info.nullable
         return self.find(inst.vars[key])
+
+    def _scopes(self):
+        """Table instances visible here: this query's, then the enclosing queries'."""
+        scope = self
+        while scope is not None:
+            yield from scope.instances
+            scope = scope.outer
+
+    def _visible_columns(self) -> List[str]:
+        """Columns a reference could mean, qualified by their alias when the query reads
+        several tables (candidates for a misspelled name)."""
+        instances = list(self._scopes())
+        several = len(instances) > 1
+        return [f"{i.alias}.{c.name}" if several else c.name
+                for i in instances for c in i.table.columns]
 
     def find(self, v: str) -> str:
         while self.parent[v] != v:
@@ -254,14 +275,8 @@ class _Translator:
     def translate(self) -> ViewSpec:
         try:
             tree = sqlglot.parse_one(self.sql, read="spark")
-        except ParseError as e:
-            err = e.errors[0] if e.errors else {}
-            where = f" near '{err.get('highlight')}' at line {err.get('line')}, column {err.get('col')}" \
-                if err.get("highlight") else ""
-            raise ViewletParseError(f"Syntax error in the view's query{where}: "
-                                    f"{err.get('description', e)}", err.get("start")) from None
-        except TokenError as e:     # an unterminated string, comment or quoted name
-            raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
+        except (ParseError, TokenError) as e:   # TokenError: an unterminated string or name
+            raise sqlglot_error(self.sql, e) from None
         tree, _ = inline_ctes(tree, self.fail)
         return self._translate_select(setops.as_select(tree, self.fail))
 

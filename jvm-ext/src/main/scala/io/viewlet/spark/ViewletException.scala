@@ -19,6 +19,12 @@ class ViewletException(
 
   override def getMessage: String =
     viewletMessage + statement.map(ViewletException.renderPosition(_, position)).getOrElse("")
+
+  // The analyzer re-creates errors thrown while resolving a node (a table function) as plain
+  // AnalysisExceptions with the node's position; without an error class PySpark then fails
+  // to render them. Keep ours intact (its message names what failed).
+  override def withPosition(origin: org.apache.spark.sql.catalyst.trees.Origin): AnalysisException =
+    this
 }
 
 /**

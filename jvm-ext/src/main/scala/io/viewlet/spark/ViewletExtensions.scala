@@ -8,5 +8,6 @@ class ViewletExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, parser) => ViewletParser.wrap(parser))
     extensions.injectResolutionRule(_ => new ViewletResolution)
     extensions.injectCheckRule(_ => new ViewletWriteGuard)
+    extensions.injectTableFunction(ViewletHistoryFunction.description)
   }
 }

@@ -49,9 +49,10 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
 }
 
 object ViewletParser {
+  // MATERIALIZED is Databricks' spelling of the same statements (CREATE OR REFRESH too).
   private val Statement = Pattern.compile(
-    "(?is)^(CREATE(\\s+OR\\s+REPLACE)?|DROP|REFRESH|SHOW|DESCRIBE|DESC|EXPLAIN|ALTER)" +
-      "\\s+INCREMENTAL\\s+VIEWS?\\b.*")
+    "(?is)^(CREATE(\\s+OR\\s+(REPLACE|REFRESH))?|DROP|REFRESH|SHOW|DESCRIBE|DESC|EXPLAIN|ALTER)" +
+      "\\s+(INCREMENTAL|MATERIALIZED)\\s+VIEWS?\\b.*")
 
   def wrap(delegate: ParserInterface): ParserInterface =
     Proxy.newProxyInstance(

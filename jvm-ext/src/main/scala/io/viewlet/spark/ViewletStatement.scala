@@ -39,7 +39,7 @@ object ViewletStatement {
     }
   }
 
-  private def describe(statementText: String): Seq[Attribute] =
+  def describe(statementText: String): Seq[Attribute] =
     attributes(ViewletProtocol.describe(statementText))
 
   private def attributes(reply: com.fasterxml.jackson.databind.JsonNode): Seq[Attribute] = {
