@@ -8,8 +8,10 @@ table is one (runtime/published.py). Where it cannot, Viewlet answers the same S
   * without delta-spark, `delta.`/path`` and names given with register_table.
 
 `DESCRIBE [TABLE] [EXTENDED|FORMATTED] name` and `DESCRIBE HISTORY name` get Spark's and
-Delta's columns; `VERSION AS OF` / `TIMESTAMP AS OF` read the version asked for; a write
-to a view (INSERT, UPDATE, DELETE, MERGE) is refused with what to do instead.
+Delta's columns; `ALTER TABLE name SET TBLPROPERTIES (...)` on a base table sets Delta
+properties (so the change-feed error's remedy runs without delta-spark too); `VERSION AS OF`
+/ `TIMESTAMP AS OF` read the version asked for; a write to a view (INSERT, UPDATE, DELETE,
+MERGE) is refused with what to do instead.
 """
 from __future__ import annotations
 
@@ -32,19 +34,31 @@ HISTORY_COLUMNS = [("version", "bigint"), ("timestamp", "timestamp"), ("userId",
                    ("operationMetrics", "map<string,string>"), ("userMetadata", "string"),
                    ("engineInfo", "string")]
 
+_ALTER = re.compile(r"(?is)^\s*ALTER\s+TABLE\s+(?P<name>.+?)\s+SET\s+TBLPROPERTIES\s*"
+                    r"\((?P<items>.*)\)\s*$")
+_PROPERTY = re.compile(r"""\s*(?:'(?P<qk>(?:[^']|'')*)'|(?P<k>[A-Za-z0-9_.]+))\s*=?\s*"""
+                       r"""(?:'(?P<qv>(?:[^']|'')*)'|(?P<v>[^,\s]+))\s*(?:,|$)""")
 _DESCRIBE = re.compile(r"(?is)^\s*(?:DESC|DESCRIBE)\s+(?P<words>(?:(?:HISTORY|TABLE|EXTENDED|"
                        r"FORMATTED)\s+)*)(?P<name>.+?)\s*$")
 
 
 @dataclass(frozen=True)
 class TableStatement:
-    kind: str                  # "describe" | "history"
+    kind: str                  # "describe" | "history" | "properties"
     parts: Tuple[str, ...]
     extended: bool = False
+    properties: Tuple[Tuple[str, str], ...] = ()
 
 
 def parse(text: str) -> Optional[TableStatement]:
-    """A DESCRIBE of one table, or None (not this shape: Spark's to parse)."""
+    """A DESCRIBE of one table or an ALTER TABLE ... SET TBLPROPERTIES, or None (not
+    this shape: Spark's to parse)."""
+    alter = _ALTER.match(text)
+    if alter is not None:
+        parts = name_parts(alter.group("name"))
+        properties = _properties(alter.group("items"))
+        return TableStatement("properties", parts, properties=properties) \
+            if parts and properties else None
     m = _DESCRIBE.match(text)
     if m is None:
         return None
@@ -56,6 +70,19 @@ def parse(text: str) -> Optional[TableStatement]:
         return TableStatement("history", parts) if words == ["HISTORY"] else None
     extended = any(w in ("EXTENDED", "FORMATTED") for w in words)
     return TableStatement("describe", parts, extended)
+
+
+def _properties(text: str) -> Tuple[Tuple[str, str], ...]:
+    out, pos = [], 0
+    while pos < len(text):
+        m = _PROPERTY.match(text, pos)
+        if m is None or m.end() == pos:
+            return ()
+        key = m.group("qk").replace("''", "'") if m.group("qk") is not None else m.group("k")
+        value = m.group("qv").replace("''", "'") if m.group("qv") is not None else m.group("v")
+        out.append((key, value))
+        pos = m.end()
+    return tuple(out)
 
 
 def name_parts(text: str) -> Optional[Tuple[str, ...]]:
@@ -115,6 +142,8 @@ def _table_location(ctx, parts: Sequence[str]) -> Optional[str]:
 
 
 def claims(ctx, st: TableStatement) -> bool:
+    if st.kind == "properties":          # base tables only: a view's table is Viewlet's
+        return _view(ctx, st.parts) is None and _table_location(ctx, st.parts) is not None
     view = _view(ctx, st.parts)
     if view is not None:
         return not _in_catalog(ctx, view)
@@ -139,7 +168,7 @@ def kinds(ctx, names: Sequence[Sequence[str]]) -> List[dict]:
 
 # -- answers -----------------------------------------------------------------------------
 def outputs(st: TableStatement):
-    return HISTORY_COLUMNS if st.kind == "history" else DESCRIBE_COLUMNS
+    return {"history": HISTORY_COLUMNS, "properties": []}.get(st.kind, DESCRIBE_COLUMNS)
 
 
 def run(ctx, st: TableStatement) -> List[Sequence]:
@@ -150,6 +179,9 @@ def run(ctx, st: TableStatement) -> List[Sequence]:
         raise ViewletError(f"{'.'.join(st.parts)} is no longer a table Viewlet knows.")
     if st.kind == "history":
         return _history(ctx, location)
+    if st.kind == "properties":
+        ctx.store.set_properties(location, dict(st.properties))
+        return []
     return _describe(ctx, st, view, location)
 
 

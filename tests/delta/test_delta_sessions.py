@@ -339,7 +339,7 @@ def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
         "CREATE INCREMENTAL VIEW by_region AS SELECT region, SUM(amount) AS total, "
         "COUNT(*) AS n FROM sales GROUP BY region",
         "UPDATE sales SET amount = amount * 2 WHERE region = 'north'",
-        "DELETE FROM sales WHERE amount < 5",
+        "DELETE FROM sales WHERE amount < 3",
         "MERGE INTO sales t USING (SELECT 'east' AS region, 7.00 AS amount) s "
         "ON t.region = s.region WHEN NOT MATCHED THEN INSERT *",
         "REFRESH INCREMENTAL VIEW by_region",

@@ -128,3 +128,29 @@ def test_statements_about_other_tables_are_left_to_spark(spark, vl, work):
             spark.sql("SELECT * FROM plain VERSION AS OF 0").collect()
     finally:
         spark.sql("DROP VIEW plain")
+
+
+def test_the_change_feed_remedy_runs_without_delta_spark(spark, vl, tmp_path):
+    """The error for a table without its change data feed names an ALTER TABLE statement;
+    without delta-spark Spark cannot run it, so Viewlet does (and only for its tables)."""
+    import re
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    path = str(tmp_path / "no_feed")
+    write_deltalake(path, pa.table({"a": pa.array([1, 2, 2], pa.int64())}))
+    query = f"SELECT a, COUNT(*) AS n FROM delta.`{path}` GROUP BY a"
+    with pytest.raises(AnalysisException, match="change data feed") as caught:
+        spark.sql(f"CREATE INCREMENTAL VIEW fed AS {query}")
+    remedy = re.search(r"ALTER TABLE \S+ SET TBLPROPERTIES \(delta.enableChangeDataFeed = "
+                       r"true\)", str(caught.value)).group(0)
+    assert "fed" not in vl.view_names()
+    spark.sql(remedy)
+    assert vl.store.properties(path)["delta.enableChangeDataFeed"] == "true"
+    spark.sql(f"CREATE INCREMENTAL VIEW fed AS {query}")
+    try:
+        write_deltalake(path, pa.table({"a": pa.array([3], pa.int64())}), mode="append")
+        spark.sql("REFRESH INCREMENTAL VIEW fed")
+        assert_view_matches(spark, "fed", query)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW fed")

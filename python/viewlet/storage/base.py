@@ -318,6 +318,10 @@ class TableStore(ABC):
         timestamp in milliseconds, operation, operationParameters, operationMetrics, ...)."""
 
     @abstractmethod
+    def set_properties(self, path: str, properties: Dict[str, str]) -> None:
+        """Set table properties (one commit)."""
+
+    @abstractmethod
     def properties(self, path: str) -> Dict[str, str]:
         """The table's properties (its metadata's configuration)."""
 

@@ -92,10 +92,16 @@ class DeltaRsStore(TableStore):
     def _table(self, path: str, version: Optional[int] = None):
         """A handle on the table at `version` (None: the latest). Handles of the latest
         version are kept per thread and brought up to date by reading only the log entries
-        added since (base tables are checked for replacement by `observe`, once a batch); a
-        kept handle already at the version asked for is used as it is."""
+        added since; a kept handle already at the version asked for is used as it is. A kept
+        handle of a table Viewlet does not own is checked first: a table dropped and created
+        again at the same path (DROP TABLE, CREATE TABLE ... LOCATION) restarts its log, and
+        a handle brought up to date across that would mix two tables."""
         tables = self._local.__dict__.setdefault("tables", {})
         dt = tables.get(path)
+        if dt is not None and not self._same_table(path, dt):
+            tables.pop(path, None)
+            self._forget_snapshots(path)           # its versions are another table's now
+            dt = None
         if version is not None:
             if dt is not None and dt.version() == version:
                 return dt
@@ -103,30 +109,35 @@ class DeltaRsStore(TableStore):
         if dt is not None:
             try:
                 dt.update_incremental()
+                self._remember(path, dt)
                 return dt
             except Exception:       # dropped meanwhile: open it afresh (or fail properly)
                 tables.pop(path, None)
         dt = self._open(path, None)
         tables[path] = dt
+        self._remember(path, dt)
         return dt
 
-    def observe(self, path: str) -> TableState:
-        tables = self._local.__dict__.setdefault("tables", {})
+    def _owned_path(self, path: str) -> bool:
+        return any(path.startswith(p) for p in self._owned)
+
+    def _remember(self, path: str, dt) -> None:
+        """The commit a kept handle of another writer's table stands at (see _same_table)."""
+        if self._owned_path(path):
+            return
         marks = self._local.__dict__.setdefault("marks", {})
-        owned = any(path.startswith(p) for p in self._owned)
-        if not owned and path not in marks:
-            tables.pop(path, None)           # first look: a handle opened now, not one kept
-            self._forget_snapshots(path)
-        dt = self._table(path)
-        if not owned:
-            # A table dropped and created again at the same path restarts its log: the
-            # newest commit file we read before must still be the same file.
-            seen = marks.get(path)
-            if seen is not None and self._commit_mark(dt, seen[0]) != seen[1]:
-                tables.pop(path, None)
-                self._forget_snapshots(path)     # its versions are another table's now
-                dt = self._table(path)
+        if marks.get(path, (None,))[0] != dt.version():
             marks[path] = (dt.version(), self._commit_mark(dt, dt.version()))
+
+    def _same_table(self, path: str, dt) -> bool:
+        """Whether the commit file a kept handle stands at is still the one it read."""
+        if self._owned_path(path):
+            return True
+        seen = self._local.__dict__.setdefault("marks", {}).get(path)
+        return seen is None or self._commit_mark(dt, seen[0]) == seen[1]
+
+    def observe(self, path: str) -> TableState:
+        dt = self._table(path)
         conf = dt.metadata().configuration
         return TableState(dt.version(), dt.metadata().id,
                           str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
@@ -484,6 +495,9 @@ class DeltaRsStore(TableStore):
 
     def history(self, path):
         return self._table(path).history()
+
+    def set_properties(self, path, properties):
+        self._table(path).alter.set_table_properties(properties, raise_if_not_exists=False)
 
     def properties(self, path):
         return dict(self._table(path).metadata().configuration)

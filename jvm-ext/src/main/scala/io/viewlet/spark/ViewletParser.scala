@@ -22,7 +22,7 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
     if (name.startsWith("parsePlan") && args != null && args.nonEmpty) args(0) match {
       case sql: String if ViewletParser.isViewletStatement(sql) =>
         return ViewletStatement.plan(ViewletParser.statementText(sql))
-      case sql: String if ViewletRelations.maybeDescribe(sql) =>
+      case sql: String if ViewletRelations.maybeTableStatement(sql) =>
         ViewletStatement.planIfClaimed(ViewletParser.statementText(
           sql.substring(ViewletParser.skipLeadingComments(sql)))) match {
           case Some(plan) => return plan

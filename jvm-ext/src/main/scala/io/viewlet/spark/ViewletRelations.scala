@@ -15,8 +15,9 @@ import org.apache.spark.sql.catalyst.plans.logical._
  * session without delta-spark, where it is a temporary view over its result table), and,
  * without delta-spark, `delta.`/path`` and registered tables.
  *
- *  - `DESCRIBE [TABLE] [EXTENDED|FORMATTED] name` and `DESCRIBE HISTORY name`: the handler's
- *    describe() claims the statement (a ViewletCommand) or declines it (Spark parses it).
+ *  - `DESCRIBE [TABLE] [EXTENDED|FORMATTED] name`, `DESCRIBE HISTORY name` and `ALTER TABLE
+ *    name SET TBLPROPERTIES (...)`: the handler's describe() claims the statement (a
+ *    ViewletCommand) or declines it (Spark parses it).
  *  - `... FROM name VERSION AS OF n | TIMESTAMP AS OF t`: Spark refuses time travel on a
  *    temporary view and knows no `delta` source without delta-spark, so the parsed
  *    RelationTimeTravel becomes a ViewletTimeTravel that ViewletResolution resolves through
@@ -33,12 +34,18 @@ object ViewletRelations {
     "(?is)^(DESC|DESCRIBE)\\s+(?:(?:HISTORY|TABLE|EXTENDED|FORMATTED)\\s+)*" +
       "(?:`(?:[^`]|``)*`|[^\\s`(;])+$")
 
-  /** True for text shaped like a DESCRIBE of one table (Python decides whose it is). */
-  def maybeDescribe(sql: String): Boolean =
-    sql != null && Describe.matcher(ViewletParser.statementText(
-      sql.substring(ViewletParser.skipLeadingComments(sql)))).matches() &&
-      !sql.toUpperCase(java.util.Locale.ROOT).matches("(?s)\\s*(DESC|DESCRIBE)\\s+" +
-        "(INCREMENTAL|FUNCTION|DATABASE|SCHEMA|NAMESPACE|CATALOG|QUERY|DETAIL)\\b.*")
+  private val SetProperties = Pattern.compile(
+    "(?is)^ALTER\\s+TABLE\\s+\\S.*\\s+SET\\s+TBLPROPERTIES\\s*\\(.*\\)$")
+
+  /** True for text shaped like a DESCRIBE of one table or an ALTER TABLE ... SET
+   * TBLPROPERTIES (Python decides whose table it is). */
+  def maybeTableStatement(sql: String): Boolean = {
+    if (sql == null) return false
+    val text = ViewletParser.statementText(sql.substring(ViewletParser.skipLeadingComments(sql)))
+    SetProperties.matcher(text).matches() || (Describe.matcher(text).matches() &&
+      !text.toUpperCase(java.util.Locale.ROOT).matches("(?s)(DESC|DESCRIBE)\\s+" +
+        "(INCREMENTAL|MATERIALIZED|FUNCTION|DATABASE|SCHEMA|NAMESPACE|CATALOG|QUERY|DETAIL)\\b.*"))
+  }
 
   /** The plan after Spark parsed it: time travel and writes on Viewlet's names handled. */
   def rewrite(plan: LogicalPlan): LogicalPlan = {
