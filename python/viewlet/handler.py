@@ -44,6 +44,13 @@ class ViewletHandler:
     def __init__(self, ctx):
         self.ctx = ctx
 
+    def _context(self):
+        """The context statements run in: after this session was stopped and another started
+        in this process, one for the new session (session.follow_restart)."""
+        from .session import follow_restart
+        self.ctx = follow_restart(self.ctx)
+        return self.ctx
+
     def describe(self, text):
         try:
             st = ddl.parse(text)
@@ -53,14 +60,14 @@ class ViewletHandler:
 
     def execute(self, text):
         try:
-            rows = commands.run(self.ctx, ddl.parse(text))
+            rows = commands.run(self._context(), ddl.parse(text))
             return json.dumps({"rows": [[_json_value(v) for v in r] for r in rows]})
         except BaseException as e:  # noqa: BLE001
             return _error(e, text)
 
     def resolveRelation(self, parts_json):  # noqa: N802 - Java interface name
         try:
-            df = self.ctx.resolve_relation(json.loads(parts_json))
+            df = self._context().resolve_relation(json.loads(parts_json))
             return None if df is None else df._jdf.queryExecution().analyzed()
         except ViewletError as e:
             log.warning("Viewlet could not resolve %s: %s", parts_json, e.message)

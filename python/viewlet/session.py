@@ -22,7 +22,9 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
     """Add Viewlet's extension jar and parser hook to a session builder (like delta's
     configure_spark_with_delta_pip). Call viewlet.enable(spark) once the session exists."""
     from .jvm import jar_path
+    from .jvm.running import ensure_loadable
     jar = jar_path()
+    ensure_loadable(jar)      # a JVM this process started for an earlier session
     options = getattr(builder, "_options", {})
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
     extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
@@ -43,10 +45,8 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     jvm = spark.sparkContext._jvm
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if EXTENSION not in extensions:
-        raise ViewletError(
-            "Viewlet's extension is not loaded in this Spark session. Build the session with "
-            "viewlet.configure_spark(SparkSession.builder, warehouse=...).getOrCreate(), or start "
-            f"it with --jars <viewlet jar> --conf spark.sql.extensions={EXTENSION}.")
+        from .jvm.running import not_loaded_message
+        raise ViewletError(not_loaded_message(EXTENSION))
     location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
         os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
     ctx = Viewlet(spark, location)
@@ -59,7 +59,28 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     return ctx
 
 
+def stopped(spark: SparkSession) -> bool:
+    """Whether `spark.stop()` ended the session's SparkContext."""
+    return spark.sparkContext._jsc is None
+
+
+def follow_restart(ctx: Viewlet, spark: Optional[SparkSession] = None) -> Viewlet:
+    """`ctx`, or when its session was stopped and another one runs in this process (a notebook
+    restarting its session), a context enabled on the new session: its warehouse setting,
+    else ctx's warehouse."""
+    if not stopped(ctx.spark):
+        return ctx
+    if spark is None:
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if spark is None or stopped(spark):
+        return ctx
+    log.info("Viewlet follows the new Spark session of this process")
+    return enable(spark, spark.conf.get(WAREHOUSE_CONF, None) or ctx.warehouse)
+
+
 def context(spark: Optional[SparkSession] = None) -> Viewlet:
+    if _current is not None and spark is not None:
+        follow_restart(_current, spark)
     if _current is None or (spark is not None and _current.spark is not spark
                             and _current.spark._jsparkSession != spark._jsparkSession):
         if _current is not None and spark is not None and \
