@@ -11,8 +11,9 @@ import json
 import logging
 import traceback
 
-from . import commands, ddl
+from . import commands, ddl, interrupts
 from .errors import ViewletError
+from .runtime import cancel
 
 log = logging.getLogger("viewlet")
 
@@ -59,11 +60,34 @@ class ViewletHandler:
             return _error(e, text)
 
     def execute(self, text):
+        token = st = None
         try:
-            rows = commands.run(self._context(), ddl.parse(text))
+            st = ddl.parse(text)
+            ctx = self._context()
+            with cancel.statement(commands.title(st)) as token:
+                try:
+                    rows = commands.run(ctx, st)
+                except BaseException:
+                    if token.cancelled:  # what it left, for the error and Ctrl-C's message
+                        token.message = commands.cancelled_message(ctx, st, token.reason)
+                    raise
             return json.dumps({"rows": [[_json_value(v) for v in r] for r in rows]})
         except BaseException as e:  # noqa: BLE001
-            return _error(e, text)
+            if token is None or token.message is None:
+                return _error(e, text)
+            log.debug("statement cancelled", exc_info=True)
+            if interrupts.cancelled_by_ctrl_c(token):   # nested in spark.sql on this thread
+                interrupts.interrupt_call(token.message)
+            return _error(cancel.Cancelled(token.message), text)
+
+    def cancelAll(self):  # noqa: N802 - Java interface name
+        """Ctrl-C in the spark-sql shell (io.viewlet.spark.ShellInterrupt): cancel every
+        Viewlet statement running here; how many there were."""
+        try:
+            return cancel.cancel_all(f"{interrupts.CTRL_C} in the shell")
+        except BaseException:  # noqa: BLE001 - nothing to report to the signal handler
+            log.warning("cancelling Viewlet statements failed", exc_info=True)
+            return 0
 
     def resolveRelation(self, parts_json):  # noqa: N802 - Java interface name
         try:

@@ -54,6 +54,8 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     from .handler import ViewletHandler
     ensure_callback_server_started(spark.sparkContext._gateway)
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
+    from .interrupts import install
+    install()                          # Ctrl-C cancels a running Viewlet statement
     _current = ctx
     log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
     return ctx

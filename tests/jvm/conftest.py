@@ -67,6 +67,10 @@ class FakeHandler:
         make = self.relations.get(parts)
         return make()._jdf.queryExecution().analyzed() if make else None
 
+    def cancelAll(self):  # noqa: N802 (Java interface name)
+        self.calls.append(("cancelAll", None))
+        return 0
+
     def of(self, kind):
         return [arg for k, arg in self.calls if k == kind]
 

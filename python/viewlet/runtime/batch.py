@@ -142,7 +142,9 @@ def _run_phases(view, plan, inputs, execute, stats) -> Dict[str, pa.Table]:
     seconds = stats["seconds"]
     pieces: Dict[str, List[pa.Table]] = {}
     collected: Dict[Tuple[str, str], List[pa.Table]] = {}
+    from . import cancel
     for phase in plan.phases:
+        cancel.check()
         t0 = time.perf_counter()
         packed = execute(phase)
         seconds["compute"] = seconds.get("compute", 0) + time.perf_counter() - t0

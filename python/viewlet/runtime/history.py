@@ -27,8 +27,7 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
     for batch in sorted(set(planned) | set(committed), reverse=True)[:limit]:
         done = committed.get(batch)
         rec = done or planned[batch]
-        status = ("created" if batch == 0 else "committed") if done else \
-            "planned, not committed (the next REFRESH re-runs it)"
+        status = ("created" if batch == 0 else "committed") if done else _uncommitted(view, batch)
         stats = rec.stats if done else {}
         seconds = dict(stats.get("seconds", {}))
         total = seconds.pop("total", None) if batch else seconds.pop("create", None)
@@ -45,6 +44,16 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
             _engine(batch, stats) if done else None, stats.get("engine_reason") if done else None,
         ))
     return rows
+
+
+def _uncommitted(view, batch: int) -> str:
+    """A planned batch: being computed by a refresher that holds its lease, else left by one
+    that stopped (runtime/lease.py)."""
+    from .lease import holders
+    live = holders(view, batch)
+    if live:
+        return f"running: {live[0].owner} is computing it (other refreshes wait for it)"
+    return "planned, not committed (the next REFRESH re-runs it)"
 
 
 def _engine(batch: int, stats) -> str:

@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Optional
 
+from . import cancel
+
 log = logging.getLogger("viewlet.progress")
 AFTER_CONF = "spark.viewlet.progress.afterSeconds"
 DEFAULT_AFTER = 10.0
@@ -76,6 +78,9 @@ class Progress:
             self._before = set(self._job_ids())
         else:
             self.sc.setLocalProperty(_GROUP, self.group)
+        token = cancel.current()
+        if token is not None:         # cancelling the statement cancels these jobs
+            token.track_group(self.sc, self.group)
         if self._text:
             self.sc.setLocalProperty(_DESCRIPTION, self._text)
         return self
@@ -91,6 +96,7 @@ class Progress:
         return time.perf_counter() - self.t0
 
     def step(self, text: str) -> None:
+        cancel.check()                # a cancelled statement stops between steps
         self._text = f"Viewlet {self.what}: {text}"
         if self._active:
             self.sc.setLocalProperty(_DESCRIPTION, self._text)

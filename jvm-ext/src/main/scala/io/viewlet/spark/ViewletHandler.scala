@@ -21,4 +21,10 @@ trait ViewletHandler {
    * Catalyst LogicalPlan, or null when the name is not Viewlet's.
    */
   def resolveRelation(multipartIdentifierJson: String): AnyRef
+
+  /**
+   * Cancel every Viewlet statement running in this Python process (Ctrl-C in the spark-sql
+   * shell, see ShellInterrupt); the number of statements asked to stop.
+   */
+  def cancelAll(): Int
 }
