@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 
 from .runtime import cancel
@@ -76,18 +75,16 @@ class ViewletSigint:
             token.cancel(CTRL_C)
         what = ", ".join(t.what for t in tokens)
         if self.presses >= GIVE_UP_AFTER:
-            print(f"[viewlet] no longer waiting for {what} to stop", file=sys.stderr, flush=True)
+            _say(f"[viewlet] no longer waiting for {what} to stop")
             self.presses = 0
             interrupt_call(
                 f"{what}: cancelled; it stops in the background at its next step (the next "
                 "REFRESH completes what it left planned)")
         if self.presses > 1:
-            print(f"[viewlet] still cancelling {what} (press Ctrl-C "
-                  f"{GIVE_UP_AFTER - self.presses} more time(s) to stop waiting)",
-                  file=sys.stderr, flush=True)
+            _say(f"[viewlet] still cancelling {what} (press Ctrl-C "
+                 f"{GIVE_UP_AFTER - self.presses} more time(s) to stop waiting)")
             return                       # the first press's handler is waiting below
-        print(f"[viewlet] cancelling {what}: it stops at its next step", file=sys.stderr,
-              flush=True)
+        _say(f"[viewlet] cancelling {what}: it stops at its next step")
         if any(t.thread == threading.get_ident() for t in tokens):
             # Py4J ran the statement on this thread, inside the blocked call: it stops at its
             # next step and the handler raises StatementInterrupted from there (handler.py).
@@ -101,6 +98,12 @@ class ViewletSigint:
         self.presses = 0
         interrupt_call(" ".join(t.message or f"{t.what} was cancelled."
                                             for t in tokens))
+
+
+def _say(text: str) -> None:
+    """A line on stderr, after the progress line on screen (runtime/console.py)."""
+    from .runtime.console import CONSOLE
+    CONSOLE.message(text)
 
 
 def cancelled_by_ctrl_c(token) -> bool:

@@ -172,3 +172,29 @@ def cancel_all(reason: str) -> int:
     for token in tokens:
         token.cancel(reason)
     return len(tokens)
+
+
+def interruptible(what: Callable[..., str]):
+    """Decorate a Python API call (Viewlet.refresh, create_view) so that Ctrl-C cancels it
+    like the SQL statement: called on the main thread it runs as a statement, and a
+    cancellation ends it with KeyboardInterrupt (interrupts.StatementInterrupted). Calls on
+    other threads (continuous mode's) are not Ctrl-C's to cancel."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if current() is not None or \
+                    threading.current_thread() is not threading.main_thread():
+                return fn(*args, **kwargs)
+            with statement(what(*args, **kwargs)) as token:
+                try:
+                    return fn(*args, **kwargs)
+                except BaseException as e:
+                    if not token.cancelled:
+                        raise
+                    from ..interrupts import StatementInterrupted
+                    raise StatementInterrupted(f"{token.what} was cancelled "
+                                               f"({token.reason}).") from e
+        return run
+    return wrap

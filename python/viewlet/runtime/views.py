@@ -208,9 +208,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         arrow = {part: arrow_schema(MapSchema(maps_json[part]["keys"], maps_json[part]["key_types"],
                                               maps_json[part]["values"]).struct())
                  for part in parts}
-        loaded = initial_load.collect(parts, arrow, _base_rows(ctx, compiled, versions))
-        for i, (part, data) in enumerate(loaded, 1):
-            progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
+        base_rows = _base_rows(ctx, compiled, versions)
+        progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
+        for part, data in initial_load.collect(parts, arrow, base_rows, progress.step):
             written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part), data,
                                          maps_json[part]["keys"], maps_json[part]["cluster"], txn)
             if part in kept:
@@ -255,6 +255,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3)}
 
 
+_UNKNOWN_ROWS = 1 << 62
+
+
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
     """Rows of the base tables at the versions a view is loaded at (from Delta statistics;
     a table without them counts as large)."""
@@ -262,7 +265,7 @@ def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
     for rel, version in versions.items():
         snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
         if snap.stats is None:
-            return 1 << 62
+            return _UNKNOWN_ROWS
         total += sum(s.rows or 0 for s in snap.stats)
     return total
 
