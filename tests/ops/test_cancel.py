@@ -9,7 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+
+import pytest
 
 CHILD = os.path.join(os.path.dirname(__file__), "cancel_child.py")
 TIMEOUT = 600
@@ -61,3 +64,45 @@ def test_ctrl_c_cancels_a_refresh(tmp_path):
     # no broken Py4J exchange: PySpark's reentrant-call errors, a retried sql() call
     assert "reentrant call" not in stderr and "Py4JError" not in stderr, stderr[-4000:]
     assert "[viewlet] cancelling REFRESH INCREMENTAL VIEW held" in stderr
+
+
+def test_ctrl_c_cancels_a_python_api_refresh(spark, vl, tmp_path, monkeypatch):
+    """vl.refresh() on the main thread, held after its first map write: a real SIGINT to
+    this process raises KeyboardInterrupt, and the next refresh completes the batch."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from tests.spark.oracle import assert_view_matches
+    from viewlet.interrupts import StatementInterrupted
+
+    table = str(tmp_path / "orders")
+
+    def append(rows):
+        write_deltalake(table, pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
+                                         "v": pa.array([r[1] for r in rows], pa.int64())}),
+                        mode="append", configuration={"delta.enableChangeDataFeed": "true"})
+
+    append([(1, 10), (2, 5)])
+    query = f"SELECT k, SUM(v) AS s, COUNT(*) AS n FROM delta.`{table}` GROUP BY k"
+    vl.create_view("cancel_api", query)
+    append([(1, 1), (3, 4)])
+    pause = tmp_path / "pause"
+    pause.touch()
+    monkeypatch.setenv("VIEWLET_PAUSE", f"batch.map_merged={pause}")
+
+    def interrupt():
+        while not os.path.exists(f"{pause}.reached"):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(StatementInterrupted, match=r"refresh\('cancel_api'\) was cancelled"):
+            vl.refresh("cancel_api")
+        thread.join()
+        pause.unlink()
+        assert vl.refresh("cancel_api")["status"] == "recovered batch 1"
+        assert_view_matches(spark, "cancel_api", query, engine=False)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS cancel_api")

@@ -39,10 +39,21 @@ def is_terminal(stream) -> bool:
 
 
 def _width() -> int:
+    """The terminal's width: stderr's, else the controlling terminal's (the spark-sql shell's,
+    for its attached Python), else COLUMNS, else 100."""
     try:
         columns = os.get_terminal_size(sys.stderr.fileno()).columns
     except (AttributeError, OSError, ValueError):
         columns = 0
+    if columns <= 0:
+        try:
+            fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+            try:
+                columns = os.get_terminal_size(fd).columns
+            finally:
+                os.close(fd)
+        except (AttributeError, OSError):
+            columns = 0
     if columns <= 0:
         columns = int(os.environ.get("COLUMNS", "0") or 0)
     return columns if columns > 0 else 100

@@ -448,7 +448,6 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
             stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
             manifest.commit(record, stats)
             faults.point("batch.committed")
-        lease.clear(view, record.batch)
         return {"view": name, "batch": record.batch,
                 "changes": sum(stats.get("delta_rows", {}).values()),
                 "rows_changed": stats.get("result_rows_changed", 0),
