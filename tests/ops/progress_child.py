@@ -6,7 +6,8 @@ pseudo-terminal and through a pipe.
 Its Spark stages run for seconds (a Python UDF that sleeps a little per row), so Spark's
 console progress bar would draw: first for a plain Spark job (between `MARK spark` lines on
 stderr), then around Viewlet's CREATE (initial load) and REFRESH on Spark (between `MARK
-viewlet` lines), where Viewlet's display must be the only one.
+viewlet` lines), where Viewlet's display must be the only one, then for a plain Spark job
+again (`MARK again`).
 """
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def main():
     append(table, ROWS, ROWS // 2)
     status = spark.sql("REFRESH INCREMENTAL VIEW totals").first()["status"]
     mark("viewlet")
+    mark("again")                        # Spark's bar is back for jobs of its own
+    spark.range(0, ROWS, 1, 2).selectExpr("slow(id) AS x").collect()
+    mark("again")
     print("REFRESH", status, flush=True)
 
 

@@ -49,10 +49,9 @@ def run_through_pty(state):
 
 
 def regions(stderr):
-    """(the plain Spark job's output, Viewlet's statements' output)."""
-    spark = stderr.split("MARK spark")[1]
-    viewlet = stderr.split("MARK viewlet")[1]
-    return spark, viewlet
+    """The output of the plain Spark job before Viewlet's statements, theirs, and that of the
+    plain Spark job after them."""
+    return tuple(stderr.split(f"MARK {what}")[1] for what in ("spark", "viewlet", "again"))
 
 
 def test_progress_on_a_terminal_and_in_a_log(tmp_path):
@@ -74,9 +73,10 @@ def test_progress_on_a_terminal_and_in_a_log(tmp_path):
 def check_terminal(code, out, stderr):
     assert code == 0, out + stderr[-4000:]
     assert "REFRESH refreshed" in out
-    spark, viewlet = regions(stderr)
-    assert "[Stage " in spark                       # Spark's bar draws on this terminal...
-    assert "[Stage " not in viewlet                 # ...but not while Viewlet's display shows
+    before, viewlet, after = regions(stderr)
+    assert "[Stage " in before                      # Spark's bar draws on this terminal,
+    assert "[Stage " not in viewlet                 # not while Viewlet's display shows,
+    assert "[Stage " in after                       # and again after
     lines = [line for line in viewlet.split("\r\n") if "[viewlet]" in line]
     finals = [line.split("\r\x1b[K")[-1] for line in lines]
     creates = [f for f in finals if f.startswith("[viewlet] create totals: ")]
@@ -94,8 +94,8 @@ def check_terminal(code, out, stderr):
 def check_log(code, out, stderr):
     assert code == 0, out + stderr[-4000:]
     assert "REFRESH refreshed" in out
-    spark, viewlet = regions(stderr)
-    assert "[Stage " in spark
+    before, viewlet, after = regions(stderr)
+    assert "[Stage " in before and "[Stage " in after
     assert "[Stage " not in viewlet
     assert "\r" not in viewlet and "\x1b" not in viewlet     # plain lines only
     lines = [line for line in viewlet.splitlines() if line.startswith("[viewlet] ")

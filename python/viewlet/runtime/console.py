@@ -85,7 +85,7 @@ class Console:
                 self._end_step(op)
             self._ops.remove(op)
             if not any(o.visible for o in self._ops):
-                self._hold(False)
+                self._hold(False, op)
 
     def step(self, op, text: str) -> None:
         with self._lock:
@@ -93,7 +93,7 @@ class Console:
                 self._end_step(op)
             op.step_text, op.step_t0, op.last_plain = text, time.perf_counter(), 0.0
             if op.visible:
-                self._hold(True)
+                self._hold(True, op)
                 if self._terminal():
                     self._draw(op)
 
@@ -177,12 +177,13 @@ class Console:
         else:
             self._write(self.text(op, self.rows(op)) + "\n")
 
-    def _hold(self, on: bool) -> None:
-        """Hold Spark's console progress bar off while an operation shows."""
-        if on == self._held or not self._ops:
+    def _hold(self, on: bool, op) -> None:
+        """Hold Spark's console progress bar off while an operation shows (`op`: one whose
+        JVM to ask)."""
+        if on == self._held:
             return
         self._held = on
-        self._jvm(self._ops[0], "holdConsole" if on else "releaseConsole")
+        self._jvm(op, "holdConsole" if on else "releaseConsole")
 
     def _tick(self) -> None:
         while True:
@@ -194,7 +195,7 @@ class Console:
                 shown = [o for o in self._ops if o.visible and o.step_text]
                 if not shown:
                     continue
-                self._hold(True)
+                self._hold(True, shown[0])
                 if self._terminal():
                     latest = max(shown, key=lambda o: o.step_t0)
                     self._draw(latest)
