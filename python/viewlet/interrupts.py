@@ -62,6 +62,7 @@ class ViewletSigint:
     def __init__(self, previous):
         self.previous = previous
         self.presses = 0
+        self._cancelling = set()           # the statements the presses counted were for
 
     def __call__(self, signum, frame):
         tokens = cancel.running()
@@ -70,6 +71,9 @@ class ViewletSigint:
             if callable(self.previous):
                 return self.previous(signum, frame)
             raise KeyboardInterrupt
+        if {t.serial for t in tokens} != self._cancelling:  # other statements: a first press
+            self._cancelling = {t.serial for t in tokens}
+            self.presses = 0
         self.presses += 1
         for token in tokens:
             token.cancel(CTRL_C)
@@ -90,8 +94,7 @@ class ViewletSigint:
             # next step and the handler raises StatementInterrupted from there (handler.py).
             return
         # The statement runs on a Py4J server thread while this thread waits for the JVM's
-        # reply: wait until it has stopped, then end the call (Py4J closes its connection,
-        # whose reply would otherwise be read by the next call).
+        # reply: wait until it has stopped, then end the call (interrupt_call).
         for token in tokens:
             while not token.ended.wait(0.1):
                 pass

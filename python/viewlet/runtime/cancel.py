@@ -12,6 +12,7 @@ recorded inputs, and the maps it had already written are skipped by their transa
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from contextlib import contextmanager
@@ -28,8 +29,11 @@ class Cancelled(ViewletError):
 
 
 class Token:
+    _serials = itertools.count(1)
+
     def __init__(self, what: str):
         self.what = what
+        self.serial = next(Token._serials)       # tells statements apart (ids are reused)
         self.thread = threading.get_ident()
         self.reason: Optional[str] = None
         self.message: Optional[str] = None       # what the cancelled statement left
