@@ -148,3 +148,33 @@ def view_description(ctx, view):
     """DESCRIBE INCREMENTAL VIEW's rows: the view's definition, then its refresh state."""
     mode, error = _refresh_state(ctx, view.entry)
     return describe_rows(view) + [("refresh", "mode", mode), ("refresh", "last error", error or "")]
+
+
+_VERBS = {"create": "CREATE", "drop": "DROP", "refresh": "REFRESH", "alter": "ALTER",
+          "describe": "DESCRIBE", "history": "DESCRIBE", "explain": "EXPLAIN"}
+
+
+def title(st: Statement) -> str:
+    """The statement in a few words, for progress and cancellation messages."""
+    if st.kind == "show":
+        return "SHOW INCREMENTAL VIEWS"
+    return f"{_VERBS.get(st.kind, st.kind.upper())} INCREMENTAL VIEW {st.name}"
+
+
+def cancelled_message(ctx, st: Statement, reason) -> str:
+    """What a cancelled statement left: the same as a crash at that point, which the next
+    REFRESH repairs (runtime/cancel.py)."""
+    head = f"{title(st)} was cancelled ({reason or 'cancelled'})."
+    if st.kind == "create":
+        return f"{head} Nothing was created."
+    if st.kind != "refresh":
+        return head
+    try:
+        latest = ctx.load(st.name).manifest.latest()
+    except Exception:  # noqa: BLE001 - the message must not fail
+        return head
+    if latest.phase == "planned":
+        return (f"{head} Nothing was half-applied: batch {latest.batch} is planned and not "
+                "committed, and the next REFRESH completes it with exactly its recorded inputs "
+                "(maps it already wrote are not written twice).")
+    return f"{head} The view is at batch {latest.batch}; no batch was left half-applied."

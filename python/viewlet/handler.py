@@ -11,8 +11,9 @@ import json
 import logging
 import traceback
 
-from . import commands, ddl, relations
+from . import commands, ddl, interrupts, relations
 from .errors import ViewletError, ViewletParseError
+from .runtime import cancel
 from .sql import syntax
 
 log = logging.getLogger("viewlet")
@@ -55,11 +56,18 @@ class ViewletHandler:
     def __init__(self, ctx):
         self.ctx = ctx
 
+    def _context(self):
+        """The context statements run in: after this session was stopped and another started
+        in this process, one for the new session (session.follow_restart)."""
+        from .session import follow_restart
+        self.ctx = follow_restart(self.ctx)
+        return self.ctx
+
     def describe(self, text):
         try:
             table = relations.parse(text)
             if table is not None:        # Spark's DESCRIBE: answered for Viewlet's names only
-                if not relations.claims(self.ctx, table):
+                if not relations.claims(self._context(), table):
                     return json.dumps({"decline": True})
                 return json.dumps({"columns": [{"name": n, "type": t}
                                                for n, t in relations.outputs(table)]})
@@ -71,17 +79,42 @@ class ViewletHandler:
             return _error(e, text)
 
     def execute(self, text):
+        token = st = None
         try:
             table = relations.parse(text)
-            rows = relations.run(self.ctx, table) if table is not None else \
-                commands.run(self.ctx, ddl.parse(text))
+            if table is not None:
+                rows = relations.run(self._context(), table)
+            else:
+                st = ddl.parse(text)
+                ctx = self._context()
+                with cancel.statement(commands.title(st)) as token:
+                    try:
+                        rows = commands.run(ctx, st)
+                    except BaseException:
+                        if token.cancelled:  # what it left, for the error and Ctrl-C's message
+                            token.message = commands.cancelled_message(ctx, st, token.reason)
+                        raise
             return json.dumps({"rows": [[_json_value(v) for v in r] for r in rows]})
         except BaseException as e:  # noqa: BLE001
-            return _error(e, text)
+            if token is None or token.message is None:
+                return _error(e, text)
+            log.debug("statement cancelled", exc_info=True)
+            if interrupts.cancelled_by_ctrl_c(token):   # nested in spark.sql on this thread
+                interrupts.interrupt_call(token.message)
+            return _error(cancel.Cancelled(token.message), text)
+
+    def cancelAll(self):  # noqa: N802 - Java interface name
+        """Ctrl-C in the spark-sql shell (io.viewlet.spark.ShellInterrupt): cancel every
+        Viewlet statement running here; how many there were."""
+        try:
+            return cancel.cancel_all(f"{interrupts.CTRL_C} in the shell")
+        except BaseException:  # noqa: BLE001 - nothing to report to the signal handler
+            log.warning("cancelling Viewlet statements failed", exc_info=True)
+            return 0
 
     def resolveRelation(self, parts_json):  # noqa: N802 - Java interface name
         try:
-            df = self.ctx.resolve_relation(json.loads(parts_json))
+            df = self._context().resolve_relation(json.loads(parts_json))
             return None if df is None else df._jdf.queryExecution().analyzed()
         except ViewletError as e:
             log.warning("Viewlet could not resolve %s: %s", parts_json, e.message)
@@ -92,14 +125,14 @@ class ViewletHandler:
 
     def relationKinds(self, names_json):  # noqa: N802 - Java interface name
         try:
-            return json.dumps(relations.kinds(self.ctx, json.loads(names_json)))
+            return json.dumps(relations.kinds(self._context(), json.loads(names_json)))
         except BaseException:  # noqa: BLE001 - an answer Spark can act on: not Viewlet's
             log.warning("Viewlet could not look up %s", names_json, exc_info=True)
             return json.dumps([{"travel": False, "write": None} for _ in json.loads(names_json)])
 
     def resolveRelationAt(self, parts_json, version, micros):  # noqa: N802 - Java name
         # errors propagate: the JVM reports the Python message (a version that does not exist)
-        df = relations.read_at(self.ctx, json.loads(parts_json), version,
+        df = relations.read_at(self._context(), json.loads(parts_json), version,
                                None if micros is None else int(micros))
         return None if df is None else df._jdf.queryExecution().analyzed()
 

@@ -25,7 +25,9 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
     spark.sql.extensions). `delta_spark=True` also adds Delta Lake's extension, DeltaCatalog
     and its jar (docs/delta-sessions.md). Call viewlet.enable(spark) once the session exists."""
     from .jvm import jar_path
+    from .jvm.running import ensure_loadable
     jar = jar_path()
+    ensure_loadable(jar)      # a JVM this process started for an earlier session
     if delta_spark:
         from . import delta_spark as delta
         for key, value in delta.settings(getattr(builder, "_options", {})).items():
@@ -50,14 +52,11 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     jvm = spark.sparkContext._jvm
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if EXTENSION not in extensions:
+        from .jvm.running import not_loaded_message
         overwritten = f" (spark.sql.extensions is {extensions!r}: a later .config() of it " \
             "replaced Viewlet's; list both, comma-separated, or set it before " \
             "viewlet.configure_spark, which appends to it)" if extensions else ""
-        raise ViewletError(
-            f"Viewlet's extension is not loaded in this Spark session{overwritten}. Build the "
-            "session with viewlet.configure_spark(SparkSession.builder, warehouse=...)"
-            ".getOrCreate(), or start it with --jars <viewlet jar> --conf "
-            f"spark.sql.extensions={EXTENSION}.")
+        raise ViewletError(not_loaded_message(EXTENSION) + overwritten)
     location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
         os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
     ctx = Viewlet(spark, location)
@@ -65,6 +64,8 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     from .handler import ViewletHandler
     ensure_callback_server_started(spark.sparkContext._gateway)
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
+    from .interrupts import install
+    install()                          # Ctrl-C cancels a running Viewlet statement
     _current = ctx
     from .runtime.published import publish_all
     publish_all(ctx)          # an in-memory catalog of a new session has none of the views
@@ -72,7 +73,28 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     return ctx
 
 
+def stopped(spark: SparkSession) -> bool:
+    """Whether `spark.stop()` ended the session's SparkContext."""
+    return spark.sparkContext._jsc is None
+
+
+def follow_restart(ctx: Viewlet, spark: Optional[SparkSession] = None) -> Viewlet:
+    """`ctx`, or when its session was stopped and another one runs in this process (a notebook
+    restarting its session), a context enabled on the new session: its warehouse setting,
+    else ctx's warehouse."""
+    if not stopped(ctx.spark):
+        return ctx
+    if spark is None:
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if spark is None or stopped(spark):
+        return ctx
+    log.info("Viewlet follows the new Spark session of this process")
+    return enable(spark, spark.conf.get(WAREHOUSE_CONF, None) or ctx.warehouse)
+
+
 def context(spark: Optional[SparkSession] = None) -> Viewlet:
+    if _current is not None and spark is not None:
+        follow_restart(_current, spark)
     if _current is None or (spark is not None and _current.spark is not spark
                             and _current.spark._jsparkSession != spark._jsparkSession):
         if _current is not None and spark is not None and \

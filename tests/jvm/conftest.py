@@ -1,6 +1,7 @@
 """A Spark session with Viewlet's JVM extension and a fake Python handler (tests/jvm only)."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -53,6 +54,9 @@ class FakeHandler:
 
     def describe(self, text):
         self.calls.append(("describe", text))
+        if re.match(r"(?is)\s*(DESC|DESCRIBE|ALTER\s+TABLE)\b", text) and \
+                not re.search(r"(?i)\b(INCREMENTAL|MATERIALIZED)\b", text):
+            return json.dumps({"decline": True})      # a table of Spark's, as Viewlet says
         return json.dumps(self.describe_reply)
 
     def execute(self, text):
@@ -66,6 +70,18 @@ class FakeHandler:
         self.calls.append(("resolve", parts))
         make = self.relations.get(parts)
         return make()._jdf.queryExecution().analyzed() if make else None
+
+    def cancelAll(self):  # noqa: N802 (Java interface name)
+        self.calls.append(("cancelAll", None))
+        return 0
+
+    def relationKinds(self, names_json):  # noqa: N802 (Java interface name)
+        self.calls.append(("relationKinds", names_json))
+        return json.dumps([{"travel": False, "write": None} for _ in json.loads(names_json)])
+
+    def resolveRelationAt(self, ident_json, version, micros):  # noqa: N802
+        self.calls.append(("resolveAt", (ident_json, version, micros)))
+        return None
 
     def of(self, kind):
         return [arg for k, arg in self.calls if k == kind]

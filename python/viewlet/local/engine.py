@@ -39,8 +39,12 @@ class LocalEngine:
 
     def query(self, sql: str, tables: Dict[str, pa.Table]) -> pa.Table:
         """Run `sql` with each of `tables` readable under its name; the result as Arrow."""
+        from ..runtime import cancel
+        cancel.check()
         with self._lock:                  # cursor() on one connection is not thread-safe
             cursor = self._db.cursor()
+        token = cancel.current()          # a cancelled statement interrupts its query
+        hook = token.on_cancel(cursor.interrupt) if token is not None else None
         try:
             for name, table in tables.items():
                 cursor.register(name, table)
@@ -52,9 +56,12 @@ class LocalEngine:
                     warnings.simplefilter("ignore", UserWarning)
                     result = cursor.execute(sql).to_arrow_table()
             except self._duckdb.Error as e:
+                cancel.check()            # interrupted: the statement was cancelled
                 raise LocalEngineError(str(e).splitlines()[0]) from e
             return plain_types(result)
         finally:
+            if hook is not None:
+                token.forget(hook)
             cursor.close()
 
     def close(self):

@@ -67,6 +67,8 @@ def run_triggers(view, record: BatchRecord, stats: Dict, progress=None) -> Dict[
         t0 = time.perf_counter()
         changes = read_batch_changes(view, rel, after, to)
         rows_in[rel] = changes.num_rows
+        if progress is not None:
+            progress.add_rows(changes.num_rows)
         seconds["read_changes"] = seconds.get("read_changes", 0) + time.perf_counter() - t0
         if changes.num_rows:
             deltas[rel] = changes
@@ -142,7 +144,9 @@ def _run_phases(view, plan, inputs, execute, stats) -> Dict[str, pa.Table]:
     seconds = stats["seconds"]
     pieces: Dict[str, List[pa.Table]] = {}
     collected: Dict[Tuple[str, str], List[pa.Table]] = {}
+    from . import cancel
     for phase in plan.phases:
+        cancel.check()
         t0 = time.perf_counter()
         packed = execute(phase)
         seconds["compute"] = seconds.get("compute", 0) + time.perf_counter() - t0

@@ -18,7 +18,7 @@ from .layout import WarehouseLayout, normalize_location
 from .maps import MAP_WRITES
 from .targets import ENGINES
 from .tables import LiveResolver
-from . import views
+from . import cancel, views
 
 log = logging.getLogger("viewlet")
 ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"
@@ -79,6 +79,7 @@ class Viewlet:
         return LiveResolver(self)
 
     # -- views -----------------------------------------------------------------------------
+    @cancel.interruptible(lambda self, name, *a, **k: f"create_view('{name}')")
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
@@ -103,6 +104,7 @@ class Viewlet:
         return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
                                  options=options)
 
+    @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
         """One batch (`full`: a rebuild); a refresh that fails is recorded in the view's
         history before the error is raised."""

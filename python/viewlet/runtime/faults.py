@@ -4,15 +4,21 @@
 `arm()`) names that point: `VIEWLET_FAULT=<point>[:<nth>]` kills this process with SIGKILL
 the nth time (default: first) the point is reached, so tests can prove that a refresh
 killed at any step boundary leaves views that the next refresh repairs exactly.
+
+`VIEWLET_PAUSE=<point>[:<nth>]=<file>` holds the process at the point instead, for tests that
+need a refresh to stand still mid-batch (a second refresher, Ctrl-C): it writes
+`<file>.reached` and waits while `<file>` exists (a cancelled statement stops waiting).
 """
 from __future__ import annotations
 
 import os
 import signal
 import threading
+import time
 from typing import Dict, Optional, Tuple
 
 ENV = "VIEWLET_FAULT"
+PAUSE_ENV = "VIEWLET_PAUSE"
 # Every point the runtime reaches, in batch order (tests iterate over these).
 POINTS = (
     "batch.planned",        # the manifest's planned row is committed, nothing read yet
@@ -29,6 +35,7 @@ CHAIN_POINTS = (
 _lock = threading.Lock()
 _armed: Optional[Tuple[str, int]] = None
 _seen: Dict[str, int] = {}
+_paused: Dict[str, int] = {}
 
 
 def _parse(spec: str) -> Optional[Tuple[str, int]]:
@@ -48,6 +55,10 @@ def arm(spec: Optional[str]) -> None:
 
 
 def point(name: str) -> None:
+    from . import cancel
+    if name != "batch.committed":     # before a commit: where a cancelled statement stops
+        cancel.check()
+    _pause(name)
     armed = _armed if _armed is not None else _parse(os.environ.get(ENV, ""))
     if armed is None or armed[0] != name:
         return
@@ -56,3 +67,23 @@ def point(name: str) -> None:
         hit = _seen[name] == armed[1]
     if hit:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _pause(name: str) -> None:
+    spec = os.environ.get(PAUSE_ENV, "")
+    if not spec or "=" not in spec:
+        return
+    where, path = spec.split("=", 1)
+    armed = _parse(where)
+    if armed is None or armed[0] != name:
+        return
+    with _lock:
+        _paused[name] = _paused.get(name, 0) + 1
+        if _paused[name] != armed[1]:
+            return
+    from . import cancel
+    with open(f"{path}.reached", "w") as f:
+        f.write(str(os.getpid()))
+    while os.path.exists(path):
+        cancel.check()
+        time.sleep(0.05)

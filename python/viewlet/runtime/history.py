@@ -50,13 +50,13 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
         done = committed.get(batch)
         rec = done or planned[batch]
         started = planned[batch].at if batch in planned else None
-        row = _batch_row(rec, done, started, display, batch < last_committed)
+        row = _batch_row(view, rec, done, started, display, batch < last_committed)
         entries.append((batch, rec.at, row))
     entries.sort(key=lambda e: (e[0], e[1] is not None, e[1]), reverse=True)
     return [row for _, _, row in entries[:limit]]
 
 
-def _batch_row(rec: BatchRecord, done: Optional[BatchRecord], started, display,
+def _batch_row(view, rec: BatchRecord, done: Optional[BatchRecord], started, display,
                superseded: bool):
     stats = rec.stats if done else {}
     seconds = dict(stats.get("seconds", {}))
@@ -66,7 +66,7 @@ def _batch_row(rec: BatchRecord, done: Optional[BatchRecord], started, display,
         status = "rebuilt" if stats.get("rebuilt") else "created" if load else "committed"
     else:
         status = "abandoned (a rebuild replaced the view before it was re-run)" if superseded \
-            else "planned, not committed (the next REFRESH re-runs it)"
+            else _uncommitted(view, rec.batch)
     return (
         rec.batch, status, started if not load else rec.at, done.at if done else None,
         {display.get(r, r): a for r, (a, _) in rec.ranges.items()},
@@ -84,6 +84,16 @@ def _batch_row(rec: BatchRecord, done: Optional[BatchRecord], started, display,
 def _failure_row(rec: BatchRecord):
     return (rec.batch, "failed", rec.at, None, None, None, None, None, None, None, None, None,
             None, None, rec.stats.get("error"))
+
+
+def _uncommitted(view, batch: int) -> str:
+    """A planned batch: being computed by a refresher that holds its lease, else left by one
+    that stopped (runtime/lease.py)."""
+    from .lease import holders
+    live = holders(view, batch)
+    if live:
+        return f"running: {live[0].owner} is computing it (other refreshes wait for it)"
+    return "planned, not committed (the next REFRESH re-runs it)"
 
 
 def _engine(stats) -> str:

@@ -10,7 +10,7 @@ per map, so the driver never holds more than one large map at a time.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,15 +23,18 @@ PACK_BELOW_ROWS = 1_000_000
 TAG = "__viewlet_map"
 
 
-def collect(frames: Dict[str, object], schemas: Dict[str, pa.Schema], base_rows: int
-            ) -> Iterator[Tuple[str, pa.Table]]:
+def collect(frames: Dict[str, object], schemas: Dict[str, pa.Schema], base_rows: int,
+            step: Callable[[str], None] = lambda text: None) -> Iterator[Tuple[str, pa.Table]]:
     """(map, its rows as Arrow) for every map of `frames` (DataFrames whose columns are the
-    map's keys then values); `schemas`: each map's Arrow schema."""
+    map's keys then values); `schemas`: each map's Arrow schema. `step(text)` before each
+    Spark job (progress.py; the result table is the last of `len(frames) + 1` parts)."""
     names = list(frames)
     if len(names) < 2 or base_rows > PACK_BELOW_ROWS:
-        for name in names:
+        for i, name in enumerate(names, 1):
+            step(f"loading map {name} ({i}/{len(names) + 1})")
             yield name, frame_arrow(frames[name]).select(schemas[name].names).cast(schemas[name])
         return
+    step(f"loading the {len(names)} maps in one Spark job (1-{len(names)}/{len(names) + 1})")
     slots = _slots(names, schemas)
     columns: Dict[str, str] = {}
     for name in names:

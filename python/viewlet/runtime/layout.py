@@ -49,6 +49,10 @@ class WarehouseLayout:
     def manifest_table(self, view_id: str) -> str:
         return join(self.view_dir(view_id), "batches")
 
+    def lease_dir(self, view_id: str) -> str:
+        """Refresh leases of the view's batches (runtime/lease.py)."""
+        return join(self.view_dir(view_id), "_leases")
+
     def scratch_dir(self, view_id: str, attempt: str) -> str:
         if not re.match(r"^[A-Za-z0-9_-]+$", attempt):
             raise ValueError(f"invalid scratch name {attempt!r}")

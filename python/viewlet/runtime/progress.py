@@ -1,11 +1,19 @@
 """Progress and Spark job accounting for Viewlet's long operations (CREATE's initial load, a
-batch, a FULL rebuild).
+batch, a FULL rebuild, waiting for another refresher).
 
-Each step becomes the Spark job description (what the Spark UI and spark-sql's console
-progress bar show) and an INFO record on the `viewlet.progress` logger. Quiet by default:
-only once an operation has run `spark.viewlet.progress.afterSeconds` (default 10; 0 shows
-every step, a negative value never) are its steps also printed to stderr, and not even then
-when logging is set up to show that logger's INFO records anyway.
+Each step becomes the Spark job description (what the Spark UI shows) and an INFO record on
+the `viewlet.progress` logger. Quiet by default: only once an operation has run
+`spark.viewlet.progress.afterSeconds` (default 10; 0 shows every step, a negative value never)
+does it show on stderr, and not even then when logging is set up to show that logger's INFO
+records anyway. Shown, it is one display (console.py):
+
+- on a terminal, one line per step, rewritten in place twice a second with the rows the
+  operation's Spark jobs have read and the seconds the step and the operation have taken;
+- elsewhere (a log, a pipe, a notebook), one plain line per step when it ends, with the same
+  numbers, and a line every 30 s for a step still running.
+
+Spark's console progress bar is held off while an operation shows (io.viewlet.spark.
+ConsoleBars): Viewlet's line says what the Spark jobs are doing.
 
 Spark jobs are counted by tagging the operation's jobs with a job group of its own on the
 calling thread. A caller that set a job group keeps it (e.g. to cancel or meter by group);
@@ -15,10 +23,12 @@ and description are restored afterwards.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 import uuid
 from typing import Optional
+
+from . import cancel
+from .console import CONSOLE
 
 log = logging.getLogger("viewlet.progress")
 AFTER_CONF = "spark.viewlet.progress.afterSeconds"
@@ -27,7 +37,10 @@ _GROUP, _DESCRIPTION = "spark.jobGroup.id", "spark.job.description"
 
 
 def _after_seconds(spark) -> float:
-    raw = spark.conf.get(AFTER_CONF, None)
+    try:
+        raw = spark.conf.get(AFTER_CONF, None)
+    except Exception:                     # a stopped session: the default
+        raw = None
     if raw is None:
         return DEFAULT_AFTER
     try:
@@ -58,9 +71,17 @@ class Progress:
         self._before = set()
         self._lazy = lazy
         self._active = False
+        self._own_group = False
         self._text = ""
+        self.step_text = ""
+        self.step_t0 = self.t0
+        self.base_rows: Optional[int] = None     # rows of the tables a load reads (CREATE)
+        self.local_rows = 0                      # rows read without Spark (changes, maps)
+        self.shown = self.after >= 0 and not _logging_shows_it()
 
     def __enter__(self) -> "Progress":
+        if self.shown:
+            CONSOLE.add(self)
         if not self._lazy:
             self.spark()
         return self
@@ -75,29 +96,54 @@ class Progress:
             self.group = self._saved[_GROUP]
             self._before = set(self._job_ids())
         else:
+            self._own_group = True
             self.sc.setLocalProperty(_GROUP, self.group)
+        token = cancel.current()
+        if token is not None:         # cancelling the statement cancels these jobs
+            token.track_group(self.sc, self.group)
         if self._text:
             self.sc.setLocalProperty(_DESCRIPTION, self._text)
+        if self.shown:
+            CONSOLE.watch_rows(self)
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.shown:
+            CONSOLE.remove(self)
         if not self._active:
             return
         for key, value in self._saved.items():
             self.sc.setLocalProperty(key, value)       # None removes the property
+        if self.shown and self._own_group:
+            CONSOLE.forget_rows(self)
 
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
 
+    @property
+    def visible(self) -> bool:
+        """Whether the operation shows on stderr by now."""
+        return self.shown and self.elapsed >= self.after
+
+    @property
+    def spark_active(self) -> bool:
+        return self._active
+
     def step(self, text: str) -> None:
+        cancel.check()                # a cancelled statement stops between steps
         self._text = f"Viewlet {self.what}: {text}"
         if self._active:
             self.sc.setLocalProperty(_DESCRIPTION, self._text)
-        message = f"{self.what}: {text} ({self.elapsed:.1f} s)"
-        log.info(message)
-        if 0 <= self.after <= self.elapsed and not _logging_shows_it():
-            print(f"[viewlet] {message}", file=sys.stderr, flush=True)
+        log.info("%s: %s (%.1f s)", self.what, text, self.elapsed)
+        if self.shown:
+            CONSOLE.step(self, text)
+        else:
+            self.step_text, self.step_t0 = text, time.perf_counter()
+
+    def add_rows(self, n: int) -> None:
+        """Rows this operation read itself (not in a Spark job), for the display."""
+        self.local_rows += n
 
     def _job_ids(self):
         return self.sc.statusTracker().getJobIdsForGroup(self.group)

@@ -25,7 +25,7 @@ from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
 from ..spark.catalog_views import result_properties
-from . import chain, distributed, drift, faults, hot, initial_load, maps, published
+from . import chain, distributed, drift, faults, hot, initial_load, lease, maps, published
 from .catalog import Entry
 from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -250,6 +250,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                                               maps_json[part]["values"]).struct())
                  for part in parts}
         base_rows = _base_rows(ctx, compiled, versions)
+        progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
         scale_out = distributed.load_reason(ctx, options, base_rows)
         scratch = ctx.layout.scratch_dir(view_id, "create")
         try:
@@ -264,9 +265,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                     if part in kept:
                         read[part] = read_table(ctx.spark, ctx.store, path, 0)
             else:
-                loaded = initial_load.collect(parts, arrow, base_rows)
-                for i, (part, data) in enumerate(loaded, 1):
-                    progress.step(f"loading map {part} ({i}/{len(parts) + 1})")
+                for part, data in initial_load.collect(parts, arrow, base_rows, progress.step):
                     written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part),
                                                  data, maps_json[part]["keys"],
                                                  maps_json[part]["cluster"], txn)
@@ -325,6 +324,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             "batch": first_batch}
 
 
+_UNKNOWN_ROWS = 1 << 62
+
+
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
     """Rows of the base tables at the versions a view is loaded at (from Delta statistics;
     a table without them counts as large)."""
@@ -332,7 +334,7 @@ def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
     for rel, version in versions.items():
         snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
         if snap.stats is None:
-            return 1 << 62
+            return _UNKNOWN_ROWS
         total += sum(s.rows or 0 for s in snap.stats)
     return total
 
@@ -508,38 +510,71 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
         return chain.refresh_chain(ctx, name, max_commits)
     t0 = time.perf_counter()
     manifest = view.manifest
-    records = manifest.records()
-    latest = records[-1]
-    last = [r for r in records if r.phase == "committed"][-1]
-    recovered = None
-    if latest.phase == "planned":
-        log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
-                    name, latest.batch)
-        stats = apply_batch(view, latest, last)
-        stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
-        manifest.commit(latest, stats)
-        recovered = latest.batch
-        last = BatchRecord(latest.batch, "committed", latest.ranges, latest.map_versions, stats)
-    ranges = drift.batch_ranges(view, last.watermarks, max_commits, until)
-    if all(a == b for a, b in ranges.values()):
-        return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
+    waited = recovered = None
+    while True:
+        records = manifest.records()
+        latest = records[-1]
+        last = [r for r in records if r.phase == "committed"][-1]
+        if latest.phase == "planned":
+            # Planned, not committed: another refresher is computing it (wait for it), or
+            # its refresher stopped (run it again, with exactly its recorded inputs).
+            if _wait_for(view, latest.batch) == lease.COMMITTED:
+                waited = latest.batch
+                continue
+            last = _take_over(view, latest, last)
+            if last is None:             # another refresher took it over first
+                continue
+            recovered = latest.batch
+        ranges = drift.batch_ranges(view, last.watermarks, max_commits, until)
+        if all(a == b for a, b in ranges.values()):
+            status = f"recovered batch {recovered}" if recovered is not None else \
+                WAITED if waited is not None else "up to date"
+            return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
+                    "seconds": round(time.perf_counter() - t0, 3), "status": status}
+        map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
+        map_versions["__result"] = ctx.store.version(view.result_path)
+        record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
+        with lease.Lease(view, record.batch):    # written before the planned row is visible
+            if not manifest.plan(record.batch, ranges, map_versions):
+                continue                 # another refresher planned it first: wait for it
+            faults.point("batch.planned")
+            stats = apply_batch(view, record, last)
+            stats["seconds"]["total"] = time.perf_counter() - t0
+            stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
+            manifest.commit(record, stats)
+            faults.point("batch.committed")
+        return {"view": name, "batch": record.batch,
+                "changes": sum(stats.get("delta_rows", {}).values()),
+                "rows_changed": stats.get("result_rows_changed", 0),
                 "seconds": round(time.perf_counter() - t0, 3),
-                "status": f"recovered batch {recovered}" if recovered else "up to date"}
-    map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
-    map_versions["__result"] = ctx.store.version(view.result_path)
-    if not manifest.plan(last.batch + 1, ranges, map_versions):
-        # Another refresher planned this batch first: join it (a re-run is idempotent).
-        return refresh_view(ctx, name, max_commits, until)
-    faults.point("batch.planned")
-    record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
-    stats = apply_batch(view, record, last)
-    stats["seconds"]["total"] = time.perf_counter() - t0
-    stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
-    manifest.commit(record, stats)
-    faults.point("batch.committed")
-    return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
-            "rows_changed": stats.get("result_rows_changed", 0),
-            "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
+                "status": "refreshed" if waited is None else
+                "refreshed after waiting for a concurrent refresh"}
+
+
+#: REFRESH's status when another refresher computed the batch this one would have
+WAITED = "waited for a concurrent refresh"
+
+
+def _wait_for(view: LoadedView, batch: int) -> str:
+    """Wait while another refresher holds planned `batch` (runtime/lease.py)."""
+    with Progress(view.ctx.spark, f"refresh {view.name}", lazy=True) as progress:
+        return lease.wait_for_batch(view, batch, progress)
+
+
+def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
+    """Re-run planned batch whose refresher stopped; its committed record, or None when
+    another refresher took it over at the same moment (it comes first: wait for it)."""
+    with lease.Lease(view, planned.batch) as held:
+        if not held.first() or any(r.batch == planned.batch and r.phase == "committed"
+                                   for r in view.manifest.records()):
+            return None
+        log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
+                    view.name, planned.batch)
+        stats = apply_batch(view, planned, last)
+        stats[chain.RESULT_VERSION] = view.ctx.store.version(view.result_path)
+        view.manifest.commit(planned, stats)
+    lease.clear(view, planned.batch)
+    return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats)
 
 
 def apply_batch(view: LoadedView, record: BatchRecord, previous: Optional[BatchRecord] = None) -> Dict:

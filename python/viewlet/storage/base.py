@@ -337,3 +337,20 @@ class TableStore(ABC):
     @abstractmethod
     def drop(self, path: str) -> None:
         """Delete a table Viewlet owns, files and log."""
+
+    # -- small files (refresh leases, runtime/lease.py) --------------------------------------
+    @abstractmethod
+    def put_text(self, path: str, text: str) -> None:
+        """Write a small file whole: readers see the old content or the new, never a part."""
+
+    @abstractmethod
+    def get_text(self, path: str) -> Optional[str]:
+        """A small file's content, or None when there is none."""
+
+    @abstractmethod
+    def list_names(self, directory: str) -> List[str]:
+        """Names of the files directly in `directory` (none when it does not exist)."""
+
+    @abstractmethod
+    def remove_file(self, path: str) -> None:
+        """Delete one file; a missing file is fine."""

@@ -519,6 +519,54 @@ class DeltaRsStore(TableStore):
                 pq.write_table(data, out)
         return path
 
+    def put_text(self, path: str, text: str) -> None:
+        local = _local_path(path)
+        if local is None:                 # object stores: one PUT replaces the object whole
+            fs, name = _remote(path, self.options)
+            with fs.open_output_stream(name) as out:
+                out.write(text.encode("utf-8"))
+            return
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        temp = f"{local}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(temp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temp, local)           # atomic on POSIX
+
+    def get_text(self, path: str) -> Optional[str]:
+        local = _local_path(path)
+        try:
+            if local is not None:
+                with open(local, encoding="utf-8") as f:
+                    return f.read()
+            fs, name = _remote(path, self.options)
+            with fs.open_input_stream(name) as f:
+                return f.read().decode("utf-8")
+        except (FileNotFoundError, OSError):
+            return None
+
+    def list_names(self, directory: str) -> List[str]:
+        local = _local_path(directory)
+        if local is not None:
+            return sorted(os.listdir(local)) if os.path.isdir(local) else []
+        import pyarrow.fs as pa_fs
+        fs = _filesystem(directory, [], self.options)[0]
+        try:
+            infos = fs.get_file_info(pa_fs.FileSelector("", allow_not_found=True))
+        except (FileNotFoundError, OSError):
+            return []
+        return sorted(i.base_name for i in infos if i.type == pa_fs.FileType.File)
+
+    def remove_file(self, path: str) -> None:
+        local = _local_path(path)
+        try:
+            if local is not None:
+                os.remove(local)
+            else:
+                fs, name = _remote(path, self.options)
+                fs.delete_file(name)
+        except (FileNotFoundError, OSError):
+            pass
+
     def drop(self, path: str) -> None:
         prefix = path.rstrip("/") + "/"
         tables = self._local.__dict__.get("tables", {})
@@ -533,6 +581,20 @@ class DeltaRsStore(TableStore):
         import fsspec  # remote stores: delete through fsspec when it is installed
         fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=self.options or {})
         fs.rm(paths[0], recursive=True)
+
+
+def _local_path(path: str) -> Optional[str]:
+    """The local path of a local location (plain or file:), else None."""
+    parsed = urlparse(path)
+    if parsed.scheme in ("", "file"):
+        return parsed.path if parsed.scheme else path
+    return None
+
+
+def _remote(path: str, options):
+    """(pyarrow filesystem rooted at the parent directory, the file's name) of a remote path."""
+    parent, name = path.rstrip("/").rsplit("/", 1)
+    return _filesystem(parent, [], options)[0], name
 
 
 def _filesystem(table_path: str, files, options):

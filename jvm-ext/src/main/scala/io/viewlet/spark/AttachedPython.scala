@@ -1,6 +1,6 @@
 package io.viewlet.spark
 
-import java.io.{BufferedReader, IOException, InputStreamReader}
+import java.io.IOException
 import java.lang.reflect.InvocationTargetException
 import java.nio.charset.StandardCharsets
 
@@ -56,6 +56,24 @@ class AttachedPython private (
   /** The last lines the process printed (while it was starting). */
   def outputTail: Seq[String] = tail.synchronized(tail.toList)
 
+  /** Moves the complete lines of `pending` (all of it with `flushAll`) into the tail, or
+   * to stderr once forwarding. */
+  private def keepLines(pending: java.io.ByteArrayOutputStream, flushAll: Boolean): Unit = {
+    val text = new String(pending.toByteArray, StandardCharsets.UTF_8)
+    val end = if (flushAll) text.length else text.lastIndexOf('\n') + 1
+    if (end <= 0) return
+    val rest = text.substring(end)
+    pending.reset()
+    pending.write(rest.getBytes(StandardCharsets.UTF_8))
+    if (forwarding) System.err.print(text.substring(0, end))
+    else text.substring(0, end).split("\n").foreach { line =>
+      tail.synchronized {
+        tail.enqueue(line)
+        while (tail.size > AttachedPython.TailLines) tail.dequeue()
+      }
+    }
+  }
+
   private[spark] def ready(registered: ViewletHandler): Unit = {
     handler = registered
     forwarding = true
@@ -75,18 +93,26 @@ class AttachedPython private (
     server.shutdown()
   }
 
+  /**
+   * Its output: kept as lines for the tail until it is ready, then passed on as it comes,
+   * byte for byte (Viewlet's progress line on a terminal rewrites itself with `\r`).
+   */
   private def pump(): Unit = {
-    val in = new BufferedReader(
-      new InputStreamReader(process.getInputStream, StandardCharsets.UTF_8))
+    val in = process.getInputStream
+    val buffer = new Array[Byte](8192)
+    val pending = new java.io.ByteArrayOutputStream()
     try {
-      var line = in.readLine()
-      while (line != null) {
-        if (forwarding) System.err.println(line)
-        else tail.synchronized {
-          tail.enqueue(line)
-          while (tail.size > AttachedPython.TailLines) tail.dequeue()
+      var n = in.read(buffer)
+      while (n >= 0) {
+        if (forwarding) {
+          if (pending.size > 0) { keepLines(pending, flushAll = true) }
+          System.err.write(buffer, 0, n)
+          System.err.flush()
+        } else {
+          pending.write(buffer, 0, n)
+          keepLines(pending, flushAll = false)
         }
-        line = in.readLine()
+        n = in.read(buffer)
       }
     } catch {
       case _: IOException => // the process is gone
@@ -110,6 +136,9 @@ object AttachedPython {
     env.put("PYSPARK_GATEWAY_PORT", server.port.toString)
     env.put("PYSPARK_GATEWAY_SECRET", server.secret)
     env.put("PYTHONUNBUFFERED", "YES")
+    // Its stderr is a pipe to this JVM; whether this JVM's console is a terminal decides how
+    // Viewlet's progress shows (python/viewlet/runtime/console.py).
+    env.put("VIEWLET_STDERR_TTY", if (System.console() != null) "1" else "0")
     val process =
       try builder.start()
       catch {

@@ -18,7 +18,7 @@ import org.apache.spark.sql.SparkSession
  * nothing is started (spark.viewlet.attach=auto, the default).
  */
 object ViewletAttach {
-  val ProtocolVersion = 1
+  val ProtocolVersion = 2
   val AttachConf = "spark.viewlet.attach"
   val PythonConf = "spark.viewlet.python"
   val TimeoutConf = "spark.viewlet.attach.timeoutSeconds"
@@ -124,6 +124,7 @@ object ViewletAttach {
       throw new ViewletException(AttachedPython.failureMessage(choice, reason, python.outputTail))
     }
     python.ready(ViewletBridge.handler())
+    ShellInterrupt.install() // Ctrl-C in the spark-sql shell reaches the Python side too
     current = python
     python.handler
   }

@@ -33,4 +33,10 @@ trait ViewletHandler {
    * LogicalPlan, or null when the name is not Viewlet's. */
   def resolveRelationAt(multipartIdentifierJson: String, version: String,
                         timestampMicros: java.lang.Long): AnyRef
+
+  /**
+   * Cancel every Viewlet statement running in this Python process (Ctrl-C in the spark-sql
+   * shell, see ShellInterrupt); the number of statements asked to stop.
+   */
+  def cancelAll(): Int
 }
