@@ -112,7 +112,7 @@ def test_writing_to_a_view_is_refused_and_changes_nothing(spark, vl, work, write
 def test_a_name_a_temporary_view_holds_cannot_become_a_view(spark, vl, work):
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW taken AS SELECT 1 AS x")
     try:
-        with pytest.raises(AnalysisException, match="'taken' is already a view of this Spark session"):
+        with pytest.raises(AnalysisException, match="'taken' is a table or view in Spark's catalog"):
             spark.sql(f"CREATE INCREMENTAL VIEW taken AS {QUERY}")
         assert spark.sql("SELECT * FROM taken").collect()[0].x == 1
         assert "taken" not in vl.view_names()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import List, Optional
 
-from ..errors import ViewAlreadyExists
 from ..spark import catalog_views
 from .catalog import Entry
 
@@ -42,26 +41,11 @@ def unpublishable(entry: Entry) -> Optional[str]:
 
 
 def reserve(ctx, name: str) -> Optional[List[str]]:
-    """The catalog name a new view will take (None: a temporary view or nothing); refuses
-    a name a table or view of the session holds."""
-    if not catalog_views.publishes(ctx.spark):
-        return None
+    """The catalog name a new view will take (None: a temporary view, or nothing). That no
+    table or view of the session holds it was checked before (views._refuse_taken_name)."""
     if not catalog_views.registers_views(ctx.spark):
-        holder = catalog_views.conflict(ctx.spark, [name])
-        if holder is not None:
-            raise ViewAlreadyExists(
-                f"'{name}' is already {holder} of this Spark session, so an incremental view "
-                f"cannot take that name (it would hide it). Choose another name, or drop that "
-                "table or view first if it is no longer needed.")
         return None
-    parts = catalog_views.catalog_name(ctx.spark, name)
-    holder = catalog_views.conflict(ctx.spark, parts)
-    if holder is not None:
-        raise ViewAlreadyExists(
-            f"'{name}' is already {holder} in Spark's catalog ({'.'.join(parts)}), so an "
-            f"incremental view cannot take that name. Choose another name, or drop that table "
-            "first if it is no longer needed.")
-    return parts
+    return catalog_views.catalog_name(ctx.spark, name)
 
 
 def publish(ctx, entry: Entry, result_location: str) -> None:

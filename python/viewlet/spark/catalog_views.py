@@ -9,7 +9,7 @@ are read through Viewlet's own resolution as before."""
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -46,17 +46,6 @@ def registers_views(spark: SparkSession) -> bool:
 def catalog_name(spark: SparkSession, name: str) -> List[str]:
     """The catalog identifier a new view gets: its name in the session's current database."""
     return [spark.catalog.currentCatalog(), spark.catalog.currentDatabase(), name]
-
-
-def conflict(spark: SparkSession, parts: Sequence[str]) -> Optional[str]:
-    """A description of what already holds this name in the catalog, or None."""
-    try:
-        if not spark.catalog.tableExists(quote_parts(parts)):
-            return None
-    except Exception:  # noqa: BLE001 - no such catalog or database: nothing holds the name
-        return None
-    found = catalog_table(spark, parts)
-    return f"a table at {found[0]}" if found else "a view"
 
 
 def register(spark: SparkSession, parts: Sequence[str], location: str) -> None:
