@@ -65,8 +65,9 @@ def main(root: str, n: int) -> None:
     with pq.ParquetWriter(big, rows(1, 0, 1).schema) as out:
         for i in range(0, n, 250_000):
             out.write_table(rows(min(250_000, n - i), 100 + i, 400_000))
-    write_deltalake(table, pq.ParquetFile(big).iter_batches(batch_size=65_536),
-                    schema=rows(1, 0, 1).schema, mode="append")
+    reader = pa.RecordBatchReader.from_batches(
+        rows(1, 0, 1).schema, pq.ParquetFile(big).iter_batches(batch_size=65_536))
+    write_deltalake(table, reader, mode="append")
     meta = pq.ParquetFile(big).metadata
     facts["batch_bytes"] = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
     DeltaTable(table).delete("k % 97 = 3")
