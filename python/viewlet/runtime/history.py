@@ -21,13 +21,15 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
     display = {rel: t.display for rel, t in view.compiled.spec.tables.items()}
     planned: Dict[int, BatchRecord] = {}
     committed: Dict[int, BatchRecord] = {}
+    failed: Dict[int, BatchRecord] = {}
     for rec in view.manifest.records():
-        (committed if rec.phase == "committed" else planned)[rec.batch] = rec
+        {"committed": committed, "failed": failed}.get(rec.phase, planned)[rec.batch] = rec
     rows = []
     for batch in sorted(set(planned) | set(committed), reverse=True)[:limit]:
         done = committed.get(batch)
         rec = done or planned[batch]
         status = ("created" if batch == 0 else "committed") if done else \
+            f"failed ({failed[batch].stats.get('failed')}), dropped" if batch in failed else \
             "planned, not committed (the next REFRESH re-runs it)"
         stats = rec.stats if done else {}
         seconds = dict(stats.get("seconds", {}))

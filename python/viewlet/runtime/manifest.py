@@ -3,7 +3,10 @@
 Before a batch touches any map it appends a 'planned' row holding the base-table version
 ranges it consumes and every map's version at batch start; after every map has committed it
 appends a 'committed' row. Watermarks are the ranges of the newest committed batch. A planned
-batch without its committed row is re-run with exactly the recorded inputs.
+batch without its committed row is re-run with exactly the recorded inputs, unless a 'failed'
+row follows it: the batch failed on its data before writing anything (a scalar subquery
+returned several rows), so it is dropped and the next batch is planned from the watermarks
+again, with the commits that fix the data.
 """
 from __future__ import annotations
 
@@ -108,6 +111,11 @@ class Manifest:
         Both rows carry the Delta transaction (viewlet-plan, batch): the log's total order
         lets exactly one of two concurrent planners commit."""
         return self._append(BatchRecord(batch, "planned", ranges, map_versions, {}), once=PLAN_TXN)
+
+    def fail(self, planned: BatchRecord, reason: str) -> None:
+        """Drop a planned batch that failed before writing anything (see the docstring)."""
+        self._append(BatchRecord(planned.batch, "failed", planned.ranges, planned.map_versions,
+                                 {"failed": reason}))
 
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,

@@ -21,6 +21,7 @@ from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
 from ..sql.multisets import AVG_DISTINCT
+from ..sql.subqueries import TOO_MANY_ROWS
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
@@ -419,7 +420,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     if latest.phase == "planned":
         log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
                     name, latest.batch)
-        stats = apply_batch(view, latest, last)
+        stats = _apply_or_drop(view, latest, last)
         stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
         manifest.commit(latest, stats)
         recovered = latest.batch
@@ -431,12 +432,13 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
                 "status": f"recovered batch {recovered}" if recovered else "up to date"}
     map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
     map_versions["__result"] = ctx.store.version(view.result_path)
-    if not manifest.plan(last.batch + 1, ranges, map_versions):
+    number = latest.batch + 1           # after a dropped batch (phase 'failed'): a new number
+    if not manifest.plan(number, ranges, map_versions):
         # Another refresher planned this batch first: join it (a re-run is idempotent).
         return refresh_view(ctx, name, max_commits, until)
     faults.point("batch.planned")
-    record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
-    stats = apply_batch(view, record, last)
+    record = BatchRecord(number, "planned", ranges, map_versions, {})
+    stats = _apply_or_drop(view, record, last)
     stats["seconds"]["total"] = time.perf_counter() - t0
     stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
     manifest.commit(record, stats)
@@ -444,6 +446,24 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     return {"view": name, "batch": record.batch, "changes": sum(stats.get("delta_rows", {}).values()),
             "rows_changed": stats.get("result_rows_changed", 0),
             "seconds": round(time.perf_counter() - t0, 3), "status": "refreshed"}
+
+
+def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> Dict:
+    """apply_batch; a batch that fails on its data (a scalar subquery without an aggregate
+    returned several rows, which Spark's query raises too) before writing any map or the
+    result is dropped from the manifest, so that the next REFRESH plans anew and sees the
+    commits that fix the data (re-running the same inputs would fail forever)."""
+    try:
+        return apply_batch(view, record, last)
+    except Exception as e:                     # noqa: BLE001 - re-raised
+        if TOO_MANY_ROWS not in str(e):
+            raise
+        store = view.ctx.store
+        written = [m for m, v in record.map_versions.items()
+                   if store.version(view.result_path if m == "__result" else view.map_path(m)) != v]
+        if not written:
+            view.manifest.fail(record, TOO_MANY_ROWS)
+        raise
 
 
 def apply_batch(view: LoadedView, record: BatchRecord, previous: Optional[BatchRecord] = None) -> Dict:

@@ -32,6 +32,11 @@ from .collects import COLLECT_NODES
 from .multisets import AVG_DISTINCT, multiset_aggregate, multiset_body
 
 
+#: in the error a scalar subquery without an aggregate raises for several rows (Spark's
+#: error class for it; runtime/views.py drops such a failed batch)
+TOO_MANY_ROWS = "SCALAR_SUBQUERY_TOO_MANY_ROWS"
+
+
 class SubqueryTranslator:
     def __init__(self, scope, inputs=None, null_safe: bool = False):
         self.scope = scope            # the _Translator of the enclosing query
@@ -228,8 +233,8 @@ class SubqueryTranslator:
         where = position_of(select)
         at = f" at {_line_col(self.scope.sql, where)} of the query" if where is not None else ""
         message = (f"Viewlet: the scalar subquery{at} returned more than one row "
-                   "(Spark: SCALAR_SUBQUERY_TOO_MANY_ROWS); the view is unchanged. Make it return "
-                   "one row, e.g. with an aggregate.").replace("'", "")
+                   f"({TOO_MANY_ROWS}); the view is unchanged. Make it return one row, e.g. with "
+                   "an aggregate.").replace("'", "")
         return exp.Paren(this=_sql(f"CASE WHEN `{rows}` > 1 THEN raise_error('{message}') "
                                    f"ELSE `{one}` END"))
 
