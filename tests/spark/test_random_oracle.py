@@ -80,3 +80,19 @@ def test_typed_aggregates_equal_recompute_after_every_batch(spark, vl, tmp_path,
                                tables=("r", "u"))
     view = f"v_{shape}_{'inf' if depth is None else depth}"
     check_view_through_batches(spark, work, view, TYPED_SHAPES[shape], depth, BATCHES)
+
+
+def test_timestamps_exact_in_any_driver_time_zone(spark, vl, tmp_path, monkeypatch):
+    """The driver's local time zone must not move timestamps: result rows computed on Spark
+    came back as Python rows, whose naive datetimes (local time) Arrow took for UTC."""
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        work = registered_workload(spark, str(tmp_path), zlib.crc32(b"typed/tz"), rows=16,
+                                   null_heavy=True, tables=("u",))
+        check_view_through_batches(spark, work, "v_tz", TYPED_SHAPES["date_keys_timestamp_min"],
+                                   None, 2)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

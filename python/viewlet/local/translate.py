@@ -463,7 +463,7 @@ class Translator:
             raise NotLocal(f"{cls.__name__.upper()} that respects NULLs")
         values = [self.expr(a, scope) for a in [node.this] + list(node.expressions)]
         for _, t in values:
-            if not (t.is_integral or t.is_decimal):
+            if not (t.is_integral or t.is_decimal or t.is_null):
                 raise NotLocal(f"{cls.__name__.upper()} of {t.spark_sql()}")
         cast, out = self._branches(values)
         return cls(this=cast[0], expressions=cast[1:]), out

@@ -634,7 +634,9 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
             progress.spark()
         frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
         df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
-        ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+        # through Arrow, not Python rows: collect() gives timestamps as naive datetimes in
+        # the driver's local time zone, which Arrow would take for UTC
+        ins = frame_arrow(df).select(out_schema.names).cast(out_schema)
     dels = {}
     key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
     for col in columns:
