@@ -466,7 +466,8 @@ class Translator:
             if not (t.is_integral or t.is_decimal or t.is_null):
                 raise NotLocal(f"{cls.__name__.upper()} of {t.spark_sql()}")
         cast, out = self._branches(values)
-        return cls(this=cast[0], expressions=cast[1:]), out
+        # ignore_nulls: sqlglot writes DuckDB's own LEAST (without it, a NULL-propagating CASE)
+        return cls(this=cast[0], expressions=cast[1:], ignore_nulls=True), out
 
     def _e_Least(self, node, scope):
         return self._extreme(node, scope, exp.Least)
