@@ -55,6 +55,8 @@ SHAPES = {
     "no_from_over_subqueries": "SELECT (SELECT COUNT(*) FROM r) AS n, (SELECT SUM(s.c) FROM s) "
                                "AS sc",
     # a scalar subquery without an aggregate (at most one row here: no t.c is 99)
+    "single_row_subquery_over_groups": "SELECT r.a, (SELECT x.n FROM (SELECT s.b, COUNT(*) "
+                                       "AS n FROM s GROUP BY s.b) x WHERE x.b = r.b) AS nb FROM r",
     "single_row_subquery": "SELECT r.a, (SELECT MAX(s.c) FROM s WHERE s.b = r.b) AS mx FROM r "
                            "WHERE r.a > (SELECT t.d FROM t WHERE t.c = 99) OR r.a = 1",
 }

@@ -45,9 +45,11 @@ VIEWS = {
     "cube_natural_left":
         "SELECT e, h, COUNT(*) AS n, SUM(g) AS sg FROM t NATURAL LEFT JOIN "
         "(SELECT s.e, MAX(s.f) AS mf FROM s GROUP BY s.e) x GROUP BY CUBE(e, h)",
-    # SELECT without FROM: constants in FROM, scalar subqueries over constants, a union branch
+    # SELECT without FROM: constants in FROM, scalar subqueries over constants, a union
+    # branch; a scalar subquery without an aggregate that returns at most one row per u.a
     "without_from":
-        "SELECT u.a, u.one, u.tag, (SELECT 5) AS five FROM (SELECT r.a, c.one, c.tag FROM r "
+        "SELECT u.a, u.one, u.tag, (SELECT 5) AS five, (SELECT x.n FROM (SELECT s.b, COUNT(*) "
+        "AS n FROM s GROUP BY s.b) x WHERE x.b = u.a) AS nb FROM (SELECT r.a, c.one, c.tag FROM r "
         "CROSS JOIN (SELECT 1 AS one, 'k' AS tag) c WHERE r.b <> (SELECT 2) OR r.b IN "
         "(SELECT 3) UNION ALL SELECT 7, 1, 'z') u",
 }

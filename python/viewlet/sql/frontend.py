@@ -704,15 +704,14 @@ class _Translator:
             if var not in group_vars:
                 group_vars.append(var)
 
-        state = _StateColumns(self, group_vars)
-        base = self._base_atoms(conds) + lifts
-        position = None
+        rows = self._base_atoms(conds)
+        base = rows + lifts
+        position = None                         # the grouping set's position (grouping.py)
         if self.grouping is not None:
             position = self.fresh("gset")
-            base = self._grouping_set_rows(base[:len(base) - len(lifts)], lifts, position,
-                                           group_map)
+            base = self._grouping_set_rows(rows, lifts, position, group_map)
             group_vars.append(position)
-            state = _StateColumns(self, group_vars)
+        state = _StateColumns(self, group_vars)
         self._rows = COUNT_COLUMN
         if values.values and not group_vars:
             # a global aggregate's one state row must exist over no rows too: it holds the
