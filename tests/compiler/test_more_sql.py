@@ -29,6 +29,12 @@ SHAPES = {
                      "JOIN t ON x.k = t.c",
     "nested_set_operations": "SELECT r.a FROM r EXCEPT ALL (SELECT s.b FROM s "
                              "INTERSECT ALL SELECT t.c FROM t)",
+    # set operations as subqueries (uncorrelated): a FROM item of the subquery
+    "in_union": "SELECT r.a FROM r WHERE r.b IN (SELECT s.c FROM s UNION SELECT t.d FROM t)",
+    "not_in_except_all": "SELECT r.a FROM r WHERE r.b NOT IN (SELECT s.c FROM s EXCEPT ALL "
+                         "SELECT t.d FROM t)",
+    "exists_intersect": "SELECT r.a FROM r WHERE EXISTS (SELECT s.c FROM s INTERSECT "
+                        "SELECT t.d FROM t)",
     # grouping sets (DuckDB has a grand total row over no rows, Spark has none: HAVING
     # COUNT(*) > 0 keeps the comparison to groups with rows)
     "rollup": "SELECT r.a, r.b, SUM(r.b) AS sb, COUNT(*) AS n, grouping(r.a) AS ga, "

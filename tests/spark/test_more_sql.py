@@ -27,10 +27,11 @@ VIEWS = {
         "UNION ALL (SELECT t.e, t.g FROM t EXCEPT SELECT r.a, r.b FROM r) "
         "UNION ALL (SELECT r.a, r.b FROM r INTERSECT ALL (SELECT t.e, t.g FROM t "
         "UNION ALL SELECT s.e, s.b FROM s))",
-    # a set operation in FROM, joined and aggregated
+    # a set operation in FROM, joined and aggregated; one in a NOT IN subquery
     "set_operation_in_from":
         "SELECT x.k, COUNT(*) AS n, SUM(t.g) AS sg FROM (SELECT r.a AS k, r.b AS w FROM r "
-        "EXCEPT ALL SELECT s.e, s.b FROM s) x JOIN t ON x.k = t.e GROUP BY x.k",
+        "EXCEPT ALL SELECT s.e, s.b FROM s) x JOIN t ON x.k = t.e "
+        "WHERE x.w NOT IN (SELECT t.g FROM t INTERSECT SELECT s.e FROM s) GROUP BY x.k",
     # NATURAL JOIN (on b), ROLLUP with grouping() / grouping_id(), FILTER on COUNT(*), MAX
     "natural_rollup_filter":
         "SELECT a, e, COUNT(*) FILTER (WHERE c > 0) AS npos, SUM(c) AS sc, "

@@ -187,6 +187,27 @@ def add_set_operation(tr, node: exp.Subquery):
     _add_instance(tr, derived, node)
 
 
+def select_over(node: exp.Expression, fail) -> exp.Expression:
+    """A set operation used as a subquery (`x IN (SELECT ... UNION SELECT ...)`, EXISTS, a
+    scalar subquery) as a SELECT of its columns from it as a FROM item; any other node as it
+    is. The set operation's branches are not correlated (as in FROM)."""
+    while isinstance(node, exp.Subquery) and not node.alias and isinstance(
+            node.this, SET_OPERATIONS + (exp.Subquery,)):
+        node = node.this
+    if not isinstance(node, SET_OPERATIONS):
+        return node
+    first = node
+    while not isinstance(first, exp.Select):
+        first = first.this
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+           for e in first.expressions):
+        fail(f"a {node.key.upper()} with * as a subquery", node, "List its columns.")
+    names = [f"c{i}" for i in range(len(first.expressions))]
+    source = exp.Subquery(this=node, alias=exp.TableAlias(
+        this=exp.to_identifier(SETOP_ALIAS), columns=[exp.to_identifier(n) for n in names]))
+    return exp.select(*[exp.column(n, table=SETOP_ALIAS) for n in names]).from_(source)
+
+
 def _as_select(node: exp.Expression) -> exp.Select:
     """An operand of a set operation as a SELECT (a nested set operation: SELECT * over it)."""
     while isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Select):

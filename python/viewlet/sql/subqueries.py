@@ -30,6 +30,7 @@ from .checks import position_of, reject_unsupported
 from .joins import bound_vars
 from .collects import COLLECT_NODES
 from .multisets import AVG_DISTINCT, multiset_aggregate, multiset_body
+from .setops import select_over
 
 
 #: in the error a scalar subquery without an aggregate raises for several rows (Spark's
@@ -77,7 +78,7 @@ class SubqueryTranslator:
         if self.two_valued and isinstance(node, exp.In) and node.args.get("query") is not None:
             return exp.Coalesce(this=self._in(node, False), expressions=[exp.false()])
         if isinstance(node, exp.Exists):
-            return self._exists(node.this)
+            return self._exists(select_over(node.this, self.scope.fail))
         if isinstance(node, exp.In) and node.args.get("query") is not None:
             return self._in(node, positive)
         if isinstance(node, exp.Subquery):
@@ -152,7 +153,8 @@ class SubqueryTranslator:
 
     def _in(self, node: exp.In, positive: bool) -> exp.Expression:
         select = node.args["query"]
-        select = select.this if isinstance(select, exp.Subquery) else select
+        select = select_over(select.this if isinstance(select, exp.Subquery) else select,
+                             self.scope.fail)
         if len(select.expressions) != 1:
             self.scope.fail("IN with a subquery returning several columns", node)
         probe = self._walk(node.this, False)
@@ -201,6 +203,7 @@ class SubqueryTranslator:
                                       expression=exp.Paren(this=h)))
 
     def _scalar(self, select) -> exp.Expression:
+        select = select_over(select, self.scope.fail)
         if select.args.get("group") is not None or select.args.get("having") is not None:
             self.scope.fail("GROUP BY / HAVING in a scalar subquery", select,
                             "A scalar subquery must return one row: aggregate without GROUP BY.")
