@@ -124,8 +124,11 @@ def test_parse_error_and_group_position():
 
 
 def test_accepted_forms_still_compile():
-    """Unqualified unique columns, USING, CROSS JOIN, JOIN without ON, GROUP BY alias/position."""
+    """Unqualified unique columns, USING, CROSS JOIN, JOIN without ON, GROUP BY alias/position,
+    optimizer hints."""
     for sql in ["SELECT a, COUNT(*) FROM r GROUP BY a",
+                "SELECT /*+ REPARTITION(2) */ year(DATE '2024-01-01' + r.a) AS y, r.b, MAX(r.a) "
+                "FROM r GROUP BY year(DATE '2024-01-01' + r.a), r.b",
                 "SELECT r.a, COUNT(*) FROM r JOIN s USING (b) GROUP BY 1",
                 "SELECT r.a + 1 AS k, COUNT(*) FROM r CROSS JOIN s GROUP BY k",
                 "SELECT r.a, s.c FROM r JOIN s"]:

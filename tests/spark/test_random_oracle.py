@@ -60,8 +60,9 @@ TYPED_SHAPES = {
     "date_keys_timestamp_min":
         "SELECT year(u.d) AS y, month(u.d) AS m, u.tag, MAX(u.x) AS mx, MIN(u.ts) AS first_ts "
         "FROM u GROUP BY year(u.d), month(u.d), u.tag",
+    # with an optimizer hint (the front end asserted on `SELECT /*+ ... */`: an internal error)
     "timestamp_keys_mixed":
-        "SELECT CAST(u.ts AS DATE) AS day, substring(u.tag, 1, 1) AS t1, hour(u.ts) AS hr, "
+        "SELECT /*+ REPARTITION(2) */ CAST(u.ts AS DATE) AS day, substring(u.tag, 1, 1) AS t1, hour(u.ts) AS hr, "
         "COUNT(*) AS n, SUM(u.x) AS sx, AVG(u.x) AS ax, MIN(u.d) AS md, MAX(u.tag) AS mt, "
         "MAX(u.ts) AS last_ts, COUNT(DISTINCT u.d) AS cd FROM u "
         "GROUP BY CAST(u.ts AS DATE), substring(u.tag, 1, 1), hour(u.ts)",

@@ -998,6 +998,7 @@ def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
     t.set("distinct", None)
+    t.set("hint", None)             # `SELECT /*+ ... */`: optimizer hints, no part of the rows
     if not grouped:
         t.set("group", None)
     elif group_items is not None and t.args.get("group") is not None:
@@ -1008,7 +1009,9 @@ def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
         else:
             t.set("group", None)
     text = t.sql(dialect="spark", comments=False)
-    assert text.startswith("SELECT 1 ")
+    if not text.startswith("SELECT 1 "):
+        raise UnsupportedSQL("this form of SELECT", "Write SELECT <columns> FROM ...",
+                             position_of(tree), None)
     return text[len("SELECT 1 "):]
 
 
