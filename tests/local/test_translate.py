@@ -79,6 +79,8 @@ SCALARS = [
     "substr(t, 1)", "length(t)", "concat(t, '-', t)", "t || 'x'", "t = 'ab'", "t < 'ab'",
     "year(dt)", "month(dt)", "dayofmonth(dt)", "day(dt)", "quarter(dt)", "date_add(dt, 30)",
     "datediff(dt, DATE '2000-01-01')", "dt > DATE '2000-02-29'", "abs(d)", "abs(i)",
+    # NULLs skipped, widened (INTERSECT / EXCEPT ALL multiplicities are LEAST / GREATEST)
+    "LEAST(i, b)", "GREATEST(i - b, 0)", "LEAST(d, e, i)", "GREATEST(d, NULL)",
 ]
 
 AGGREGATES = ["SUM(d)", "SUM(i)", "SUM(b)", "SUM(e * d)", "COUNT(t)", "COUNT(*)", "MIN(t)",

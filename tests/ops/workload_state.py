@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 
-from tests.spark.workload import NULLABLE, SCHEMAS, Workload
+from tests.spark.workload import BASIC, NULLABLE, Workload
 
 
 def attach_workload(root: str, seed: int, rows: int = 12) -> Workload:
@@ -14,5 +14,5 @@ def attach_workload(root: str, seed: int, rows: int = 12) -> Workload:
     work = Workload.__new__(Workload)      # existing tables: no initial write
     work.rng = random.Random(seed)
     work.nullable, work.null_rate, work.updates = NULLABLE, 0.15, 0    # Workload's defaults
-    work.paths = {name: os.path.join(root, name) for name in SCHEMAS}
+    work.paths = {name: os.path.join(root, name) for name in BASIC}
     return work

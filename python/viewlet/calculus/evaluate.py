@@ -139,6 +139,8 @@ _CMP = {
 }
 _DECIMAL_TYPES = {exp.DataType.Type.DECIMAL}
 _EXACT_TYPES = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT}
+_INTEGRAL_TYPES = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                   exp.DataType.Type.BIGINT}
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 
 
@@ -286,6 +288,13 @@ def _compile(node: exp.Expression) -> Fn:
         return to_decimal
     if isinstance(node, exp.Cast) and node.to.this in _EXACT_TYPES:
         return _compile(node.this)                    # doubles kept exact: tests compare exactly
+    if isinstance(node, exp.Cast) and node.to.this in _INTEGRAL_TYPES:
+        inner = _compile(node.this)
+
+        def to_integral(b):                           # truncating, as Spark casts to integers
+            v = inner(b)
+            return None if v is None else int(_num(v, "CAST"))
+        return to_integral
     if isinstance(node, exp.Like):
         inner, pattern = _compile(node.this), _compile(node.expression)
         negate = bool(node.args.get("negate"))         # sqlglot's `x NOT LIKE p`
@@ -354,6 +363,20 @@ def _compile(node: exp.Expression) -> Fn:
                     return value
             return None
         return coalesce
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "raise_error":
+        message = node.expressions[0].this if node.expressions else ""
+
+        def raise_error(b):
+            raise RaisedError(message)
+        return raise_error
+    if isinstance(node, (exp.Least, exp.Greatest)):
+        parts = [_compile(node.this)] + [_compile(e) for e in node.expressions]
+        pick = min if isinstance(node, exp.Least) else max
+
+        def extreme(b):                           # Spark's LEAST / GREATEST skip NULLs
+            values = [v for v in (part(b) for part in parts) if v is not None]
+            return pick(values) if values else None
+        return extreme
     raise NotImplementedError(f"reference evaluator: scalar {type(node).__name__} "
                               f"({node.sql(dialect='spark')})")
 
@@ -555,6 +578,10 @@ def _nested_value(atom: Nested, binding, tables: "_Tables"):
             for k, mult in _eval_monomial(mono, tuple(atom.query.group), tables, init):
                 counts[k[-1]] = counts.get(k[-1], 0) + mult
     return multiset_value(atom.kind, counts)
+
+
+class RaisedError(Exception):
+    """raise_error(message) evaluated (as Spark raises it)."""
 
 
 def multiset_value(kind: str, counts: Mapping[Any, Any]):

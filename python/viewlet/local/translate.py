@@ -457,6 +457,24 @@ class Translator:
         cast, out = self._branches(values)
         return exp.Coalesce(this=cast[0], expressions=cast[1:]), out
 
+    def _extreme(self, node, scope, cls):
+        # both engines' LEAST / GREATEST skip NULL arguments (NULL only when all are NULL)
+        if not node.args.get("ignore_nulls"):
+            raise NotLocal(f"{cls.__name__.upper()} that respects NULLs")
+        values = [self.expr(a, scope) for a in [node.this] + list(node.expressions)]
+        for _, t in values:
+            if not (t.is_integral or t.is_decimal or t.is_null):
+                raise NotLocal(f"{cls.__name__.upper()} of {t.spark_sql()}")
+        cast, out = self._branches(values)
+        # ignore_nulls: sqlglot writes DuckDB's own LEAST (without it, a NULL-propagating CASE)
+        return cls(this=cast[0], expressions=cast[1:], ignore_nulls=True), out
+
+    def _e_Least(self, node, scope):
+        return self._extreme(node, scope, exp.Least)
+
+    def _e_Greatest(self, node, scope):
+        return self._extreme(node, scope, exp.Greatest)
+
     def _e_Nullif(self, node, scope):
         value, t = self.expr(node.this, scope)
         other, ot = self.expr(node.expression, scope)
@@ -632,6 +650,7 @@ _NEUTRAL = {"this", "expression", "expressions", "safe", "typed", "big_int", "ov
 _ARGS = {
     exp.Like: {"negate"}, exp.Is: {"negate"}, exp.Case: {"ifs", "default"},
     exp.If: {"true", "false"}, exp.Between: {"low", "high"}, exp.Column: {"table"},
+    exp.Least: {"ignore_nulls"}, exp.Greatest: {"ignore_nulls"},
     exp.Literal: {"is_string"}, exp.Cast: {"to"}, exp.TryCast: {"to"},
     exp.Substring: {"start", "length"}, exp.TsOrDsAdd: {"unit"}, exp.DateDiff: {"unit"},
     exp.Window: {"partition_by", "order", "spec"},

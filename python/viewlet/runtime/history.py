@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, Optional, Sequence
 
-from .manifest import BatchRecord
+from .manifest import DROPPED, BatchRecord
 
 log = logging.getLogger("viewlet")
 
@@ -29,7 +29,8 @@ COLUMNS = [
     ("seconds", "double"), ("phase_seconds", "map<string,double>"), ("spark_jobs", "int"),
     ("engine", "string"), ("engine_reason", "string"), ("message", "string"),
 ]
-STATUSES = ("created", "committed", "rebuilt", "failed", "planned, not committed", "abandoned")
+STATUSES = ("created", "committed", "rebuilt", "failed", "failed (...), dropped",
+            "planned, not committed", "abandoned")
 
 
 def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
@@ -39,11 +40,15 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
     entries = []                       # (batch, time, row)
     records = view.manifest.all_records()
     last_committed = max((r.batch for r in records if r.phase == "committed"), default=-1)
+    dropped = {r.batch: r for r in records if r.phase == DROPPED}
+    errors: Dict[int, str] = {}        # a dropped batch's failed refresh: one row, the batch's
     for rec in records:
         if rec.phase == "committed":
             committed[rec.batch] = rec
         elif rec.phase == "planned":
             planned[rec.batch] = rec
+        elif rec.phase == "failed" and rec.batch in dropped:
+            errors[rec.batch] = rec.stats.get("error")
         elif rec.phase == "failed":
             entries.append((rec.batch, rec.at, _failure_row(rec)))
     for batch in set(planned) | set(committed):
@@ -51,6 +56,9 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
         rec = done or planned[batch]
         started = planned[batch].at if batch in planned else None
         row = _batch_row(view, rec, done, started, display, batch < last_committed)
+        if batch in dropped and not done:
+            reason = dropped[batch].stats.get("dropped")
+            row = row[:1] + (f"failed ({reason}), dropped",) + row[2:-1] + (errors.get(batch),)
         entries.append((batch, rec.at, row))
     entries.sort(key=lambda e: (e[0], e[1] is not None, e[1]), reverse=True)
     return [row for _, _, row in entries[:limit]]
@@ -110,6 +118,7 @@ def record_failure(ctx, name: str, error: BaseException):
         message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
         manifest = view.manifest
         last = manifest.last_committed().batch
-        manifest.record_failure(last + 1, message)
+        # a batch planned (or dropped) after the last commit is the one that failed
+        manifest.record_failure(max(last + 1, manifest.next_planned() - 1), message)
     except Exception as e:  # noqa: BLE001 - a view that cannot be loaded has no history
         log.debug("Could not record the failed refresh of %s: %s", name, e)

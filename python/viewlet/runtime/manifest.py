@@ -8,6 +8,11 @@ batch without its committed row is re-run with exactly the recorded inputs.
 A 'failed' row records a refresh that ended in an error (HISTORY shows it); it is no input
 to any batch. REFRESH ... FULL writes the rebuilt view's manifest starting with every row of
 the old one, so the history survives rebuilds and batch numbers keep counting up.
+
+A planned batch followed by a 'dropped' row failed on its data before writing anything (a
+scalar subquery returned several rows, as Spark's query would raise): it is no longer
+re-run, and the next batch is planned from the watermarks with a new number, so that it
+sees the commits that fix the data.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ _LOCK = threading.Lock()
 _READ: Dict[str, tuple] = {}      # manifest path -> (version read, its records)
 
 BATCH_PHASES = ("planned", "committed")
+DROPPED = "dropped"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 PLAN_TXN = "viewlet-plan"
 COMMIT_TXN = "viewlet-commit"
@@ -77,8 +83,12 @@ class Manifest:
                 _READ[self.path] = (version, known[1] + added)
 
     def records(self) -> List[BatchRecord]:
-        """The planned and committed rows, by batch (a batch's planned row first)."""
-        return [r for r in self.all_records() if r.phase in BATCH_PHASES]
+        """The planned and committed rows, by batch (a batch's planned row first), without
+        the planned rows of dropped batches."""
+        rows = self.all_records()
+        dropped = {r.batch for r in rows if r.phase == DROPPED}
+        return [r for r in rows if r.phase in BATCH_PHASES
+                and not (r.phase == "planned" and r.batch in dropped)]
 
     def all_records(self) -> List[BatchRecord]:
         """Every row, failures included, by batch and time."""
@@ -134,6 +144,16 @@ class Manifest:
         Both rows carry the Delta transaction (viewlet-plan, batch): the log's total order
         lets exactly one of two concurrent planners commit."""
         return self._append(BatchRecord(batch, "planned", ranges, map_versions, {}), once=PLAN_TXN)
+
+    def drop(self, planned: BatchRecord, reason: str) -> None:
+        """Drop a planned batch that failed before writing anything (see the docstring)."""
+        self._append(BatchRecord(planned.batch, DROPPED, planned.ranges, planned.map_versions,
+                                 {"dropped": reason}))
+
+    def next_planned(self) -> int:
+        """The number of the next batch to plan: after every planned, committed or dropped
+        one (a dropped batch's number is not planned again: its plan transaction is used)."""
+        return max((r.batch for r in self.all_records() if r.phase != "failed"), default=-1) + 1
 
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,

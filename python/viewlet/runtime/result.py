@@ -12,12 +12,16 @@ from ..calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from ..compiler.program import VALUE
 from ..spark.lower import multiset_aggregate_sql, q
 from ..sql.frontend import AggregateSpec, ViewSpec
+from ..sql.collects import collect_sql
 from ..sql.multisets import AVG_DISTINCT
 
 
 def aggregate_sql(agg: AggregateSpec, types: Dict[str, Dict[str, str]]) -> str:
     """One aggregate's SQL value from state columns, as Spark would have computed it."""
     t = types[agg.placeholder]
+    if agg.collect is not None:            # collect_list / collect_set / string_agg
+        column = multiset_column(agg.multiset, agg.collect.collection)
+        return f"CAST({collect_sql(agg.collect, column)} AS {t['type']})"
     if agg.kind == AVG_DISTINCT:           # SUM(DISTINCT) / COUNT(DISTINCT), as AVG below
         cnt = multiset_column(agg.multiset, COUNT_DISTINCT, True)
         total = multiset_column(agg.multiset, SUM_DISTINCT)
@@ -115,7 +119,9 @@ def multiset_kinds(spec: ViewSpec) -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     pairs: List[Tuple[str, str]] = list(spec.value_multisets.values())
     for agg in spec.aggregates:
-        if agg.kind == AVG_DISTINCT:
+        if agg.collect is not None:
+            pairs.append((agg.multiset, agg.collect.collection))
+        elif agg.kind == AVG_DISTINCT:
             pairs += [(agg.multiset, SUM_DISTINCT), (agg.multiset, COUNT_DISTINCT)]
         elif agg.multiset is not None:
             pairs.append((agg.multiset, agg.kind))

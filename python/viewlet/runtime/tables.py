@@ -11,6 +11,7 @@ from sqlglot import exp
 from ..errors import TableNotFound, ViewletError
 from ..spark.catalog_tables import delta_location
 from ..spark.io import spark_schema
+from ..sql.collects import explicit_separators
 from ..sql.ctes import inline_ctes
 from ..sql.quantified import rewrite_quantified
 from ..sql.suggest import did_you_mean
@@ -80,6 +81,8 @@ def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[st
     DataFrames to read (e.g. snapshots at the batch's versions)."""
     # WITH clauses inlined, as the front end compiles them: CTE names are no tables
     tree, _ = inline_ctes(sqlglot.parse_one(sql, read="spark"), _no_failure)
+    # listagg(x) keeps Spark's default separator (sqlglot would write `LISTAGG(x, ',')`)
+    tree = explicit_separators(tree)
     # quantified comparisons (ALL / ANY / SOME), which Spark does not parse, as counts
     tree = rewrite_quantified(tree, sql, lambda t: frames[location_of([p.name for p in t.parts])].columns)
     params: Dict[str, DataFrame] = {}

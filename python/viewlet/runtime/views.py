@@ -21,6 +21,7 @@ from ..spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark
 from ..spark.lower import AtomSource, SqlBuilder, lower_query, q
 from ..sql.frontend import COUNT_COLUMN
 from ..sql.multisets import AVG_DISTINCT
+from ..sql.subqueries import TOO_MANY_ROWS
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
@@ -533,12 +534,12 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
                     "seconds": round(time.perf_counter() - t0, 3), "status": status}
         map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
         map_versions["__result"] = ctx.store.version(view.result_path)
-        record = BatchRecord(last.batch + 1, "planned", ranges, map_versions, {})
+        record = BatchRecord(manifest.next_planned(), "planned", ranges, map_versions, {})
         with lease.Lease(view, record.batch):    # written before the planned row is visible
             if not manifest.plan(record.batch, ranges, map_versions):
                 continue                 # another refresher planned it first: wait for it
             faults.point("batch.planned")
-            stats = apply_batch(view, record, last)
+            stats = _apply_or_drop(view, record, last)
             stats["seconds"]["total"] = time.perf_counter() - t0
             stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
             manifest.commit(record, stats)
@@ -570,11 +571,29 @@ def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
             return None
         log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
                     view.name, planned.batch)
-        stats = apply_batch(view, planned, last)
+        stats = _apply_or_drop(view, planned, last)
         stats[chain.RESULT_VERSION] = view.ctx.store.version(view.result_path)
         view.manifest.commit(planned, stats)
     lease.clear(view, planned.batch)
     return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats)
+
+
+def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> Dict:
+    """apply_batch; a batch that fails on its data (a scalar subquery without an aggregate
+    returned several rows, which Spark's query raises too) before writing any map or the
+    result is dropped from the manifest, so that the next REFRESH plans anew and sees the
+    commits that fix the data (re-running the same inputs would fail forever)."""
+    try:
+        return apply_batch(view, record, last)
+    except Exception as e:                     # noqa: BLE001 - re-raised
+        if TOO_MANY_ROWS not in str(e):
+            raise
+        store = view.ctx.store
+        written = [m for m, v in record.map_versions.items()
+                   if store.version(view.result_path if m == "__result" else view.map_path(m)) != v]
+        if not written:
+            view.manifest.drop(record, TOO_MANY_ROWS)
+        raise
 
 
 def apply_batch(view: LoadedView, record: BatchRecord, previous: Optional[BatchRecord] = None) -> Dict:
@@ -760,7 +779,9 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
             progress.spark()
         frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
         df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
-        ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+        # through Arrow, not Python rows: collect() gives timestamps as naive datetimes in
+        # the driver's local time zone, which Arrow would take for UTC
+        ins = frame_arrow(df).select(out_schema.names).cast(out_schema)
     dels = {}
     key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
     for col in columns:

@@ -20,6 +20,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 from ..calculus.ir import (COUNT_DISTINCT, EMPTY_VALUE, MAX, MIN, SUM, SUM_DISTINCT, Cond, DeltaRel,
                           Domain, Groups, Lift, MapRef, Monomial, Nested, Query, Rel, Value)
 from ..errors import ViewletError
+from ..sql.collects import COLLECT_LIST, COLLECT_SET
 
 MULT = "__m"
 NESTED = "__n"
@@ -412,7 +413,12 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
 
 #: a multiset kind's value over the values with a positive count (`{v}`: the value column)
 MULTISET_SQL = {MIN: "MIN({v})", MAX: "MAX({v})", COUNT_DISTINCT: "COUNT({v})",
-                SUM_DISTINCT: "SUM({v})"}
+                SUM_DISTINCT: "SUM({v})",
+                # the view's collections (sql/collects.py), in ascending order of the values;
+                # `{n}`: a value's number of rows
+                COLLECT_LIST: "array_sort(flatten(collect_list(CASE WHEN {n} > 0 THEN "
+                              "array_repeat({v}, CAST({n} AS INT)) END)))",
+                COLLECT_SET: "array_sort(collect_list({v}))"}
 
 
 def _nested_value(atom: Nested, union: str, keys: Sequence[str], sb: SqlBuilder) -> str:
@@ -438,7 +444,8 @@ def multiset_aggregate_sql(outs: Sequence[Tuple[str, str]], rows: str, group: Se
     counted = (f"SELECT {select_keys}{q(value)}, SUM({q(count)}) AS __cnt FROM {sub(rows)} AS ms "
                f"GROUP BY {select_keys}{q(value)}")
     present = f"CASE WHEN __cnt > 0 THEN {q(value)} END"
-    items = ", ".join(f"{MULTISET_SQL[kind].format(v=present)} AS {q(out)}" for kind, out in outs)
+    items = ", ".join(f"{MULTISET_SQL[kind].format(v=present, n='__cnt')} AS {q(out)}"
+                      for kind, out in outs)
     return (f"SELECT {select_keys}{items} FROM {sub(counted)} AS mc"
             + (f" GROUP BY {key_list}" if group else ""))
 

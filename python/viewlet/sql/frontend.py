@@ -22,6 +22,9 @@ from ..errors import UnsupportedSQL, ViewletError
 from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
+from .collects import Collect, collect_aggregate, explicit_separators
+from .filters import rewrite_aggregate_filters
+from .grouping import grouping_call, grouping_sets, has_grouping_sets
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
@@ -45,6 +48,7 @@ class AggregateSpec:
     count_column: Optional[str]    # state column with the number of non-NULL inputs (None
                                    # for multiset kinds)
     multiset: Optional[str] = None  # multiset kinds: the ViewSpec.multisets entry read
+    collect: Optional[Collect] = None  # collect_list / collect_set / string_agg (collects.py)
 
 
 @dataclass
@@ -122,6 +126,7 @@ class _Translator:
         # form with global counts, for views created before this rule)
         self.in_filters = outer.in_filters if outer is not None else in_filters
         self.instances: List[_Instance] = []
+        self.grouping = None                        # GROUPING SETS / ROLLUP / CUBE (grouping.py)
         self.joins: List[Join] = []                 # the joins after the first FROM item
         self.using: Dict[str, str] = {}             # USING column (lower) -> its variable
         self._joins_unified = False
@@ -278,6 +283,7 @@ class _Translator:
         except (ParseError, TokenError) as e:   # TokenError: an unterminated string or name
             raise sqlglot_error(self.sql, e) from None
         tree, _ = inline_ctes(tree, self.fail)
+        tree = rewrite_aggregate_filters(explicit_separators(tree), self.fail)
         return self._translate_select(setops.as_select(tree, self.fail))
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
@@ -288,10 +294,9 @@ class _Translator:
         distinct = tree.args.get("distinct") is not None
 
         from_ = tree.args.get("from_") or tree.args.get("from")
-        if from_ is None:
-            self.fail("a SELECT without FROM", tree)
         predicates: List[exp.Expression] = []
-        self._add_source(from_.this)
+        if from_ is not None:                   # without FROM: one row (no relation atoms)
+            self._add_source(from_.this)
         for join in tree.args.get("joins") or []:
             self._add_join(join, predicates)
         if tree.args.get("where") is not None:
@@ -331,6 +336,8 @@ class _Translator:
             self.add_table(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             self._add_derived(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Intersect, exp.Except)):
+            setops.add_set_operation(self, node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
             self._add_union(node)
         else:
@@ -355,10 +362,9 @@ class _Translator:
         child = _Translator(self.sql, self.resolver, outer=self)
         child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
         from_ = select.args.get("from_") or select.args.get("from")
-        if from_ is None:
-            self.fail("a subquery without FROM", select)
         predicates: List[exp.Expression] = []
-        child._add_source(from_.this)
+        if from_ is not None:
+            child._add_source(from_.this)
         for join in select.args.get("joins") or []:
             child._add_join(join, predicates)
         if select.args.get("where") is not None:
@@ -420,6 +426,29 @@ class _Translator:
         """Record a join (sql/joins.py). Its ON conditions stay with it: an outer join needs
         them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
         record_join(self, join)
+
+    def _grouping_set_rows(self, rows: List, lifts: List[Lift], position: str,
+                           group_map: Dict[str, str]) -> List:
+        """The rows of a GROUP BY with grouping sets: per set, the rows with the grouping
+        expressions outside the set assigned NULL (of the expression's type) and `position`
+        the set's position (grouping.py)."""
+        var_of = [group_map[self.to_scalar(e).key] for e in self.grouping.exprs]
+        terms = []
+        for k, chosen in enumerate(self.grouping.sets):
+            chosen_vars = {var_of[i] for i in chosen}
+            assign = []
+            for lift in lifts:
+                if lift.var in chosen_vars:
+                    assign.append(lift)
+                    continue
+                typ = self.var_type(next(iter(lift.expr.vars))) \
+                    if lift.expr.is_var() else None
+                null = exp.cast(exp.Null(), exp.DataType.build(typ, dialect="spark")) if typ \
+                    else exp.Case(ifs=[exp.If(this=exp.false(), true=lift.expr.ast)])
+                assign.append(Lift(lift.var, Scalar(null)))
+            terms.append(product(rows + assign + [Lift(position, Scalar(exp.Literal.number(k)))]))
+        return [Add(tuple(terms))] if len(terms) > 1 else list(
+            terms[0].factors if isinstance(terms[0], Mul) else terms)
 
     def _aggregating_derived(self, node, select, child, conds, derived):
         """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
@@ -603,27 +632,28 @@ class _Translator:
         group = tree.args.get("group")
         if group is None:
             return []
-        if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
-                or any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in group.expressions):
-            self.fail("GROUPING SETS / ROLLUP / CUBE", group)
-        items = []
         aliases = {s.alias.lower(): s.this for s in tree.expressions if isinstance(s, exp.Alias)}
-        for g in group.expressions:
+
+        def resolve(g):
             if isinstance(g, exp.Literal) and g.is_int:
                 idx = int(g.this) - 1
                 if not 0 <= idx < len(tree.expressions):
                     raise ViewletError(f"GROUP BY position {g.this} is not in the select list.",
                                        position_of(g))
                 g = tree.expressions[idx]
-                g = g.this if isinstance(g, exp.Alias) else g
-            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases \
+                return g.this if isinstance(g, exp.Alias) else g
+            if isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases \
                     and not any(i.table.column(g.name) for i in self.instances):
-                g = aliases[g.name.lower()]
-            items.append(g)
-        return items
+                return aliases[g.name.lower()]
+            return g
+        if has_grouping_sets(group):
+            self.grouping = grouping_sets(group, resolve, self.fail)
+            return list(self.grouping.exprs)
+        return [resolve(g) for g in group.expressions]
 
     def _base_atoms(self, conds) -> List:
-        """The query's FROM and WHERE as factors (see sql/joins.py for outer joins)."""
+        """The query's FROM and WHERE as factors (see sql/joins.py for outer joins); a
+        SELECT without FROM has no FROM factors (one row)."""
         self._unify_joins()
         # Predicates first: a subquery's correlated references add columns to our tables.
         preds: List = []
@@ -635,7 +665,7 @@ class _Translator:
             for c in j.conds:
                 atoms += self.predicate_atoms(c)
             join_atoms.append(atoms)
-        return from_atoms(self, join_atoms) + preds
+        return (from_atoms(self, join_atoms) if self.instances else []) + preds
 
     def source_atoms(self, inst) -> List:
         """The atoms of one FROM item."""
@@ -671,6 +701,8 @@ class _Translator:
             values.placeholder(sub, value=False)
         for g in group_items:
             if has_subquery(g):
+                if self.grouping is not None:
+                    self.fail("a subquery in GROUP BY with GROUPING SETS / ROLLUP / CUBE", g)
                 grouped_subqueries.add(g.sql(dialect="spark"))
                 continue
             if any(isinstance(n, exp.AggFunc) for n in outer_nodes(g)):
@@ -678,7 +710,7 @@ class _Translator:
             s = self.to_scalar(g)
             if s.key in group_map:
                 continue
-            if s.is_var():
+            if s.is_var() and self.grouping is None:
                 var = next(iter(s.vars))
             else:
                 var = self.fresh("g")
@@ -687,8 +719,14 @@ class _Translator:
             if var not in group_vars:
                 group_vars.append(var)
 
+        rows = self._base_atoms(conds)
+        base = rows + lifts
+        position = None                         # the grouping set's position (grouping.py)
+        if self.grouping is not None:
+            position = self.fresh("gset")
+            base = self._grouping_set_rows(rows, lifts, position, group_map)
+            group_vars.append(position)
         state = _StateColumns(self, group_vars)
-        base = self._base_atoms(conds) + lifts
         self._rows = COUNT_COLUMN
         if values.values and not group_vars:
             # a global aggregate's one state row must exist over no rows too: it holds the
@@ -717,6 +755,11 @@ class _Translator:
                               "query", node, "As in Spark: add it to GROUP BY (by position, e.g. "
                               "GROUP BY g, 2) or use it inside an aggregate.")
                 return exp.column(value.placeholder, quoted=True)
+            if isinstance(node, (exp.Grouping, exp.GroupingId)):
+                if self.grouping is None:
+                    self.fail(f"{node.key.upper()}() without GROUPING SETS / ROLLUP / CUBE", node)
+                return grouping_call(node, self.grouping, position,
+                                     lambda e: self.to_scalar(e).key, self.fail)
             if isinstance(node, exp.AggFunc):
                 spec = self._aggregate(node, base, state, agg_by_sql, aggregates, multisets)
                 return exp.column(spec.placeholder, quoted=True)
@@ -773,8 +816,13 @@ class _Translator:
             self.fail("an aggregate nested in another aggregate", node)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
-        kept = multiset_aggregate(node, self.fail)
-        if kept is not None:
+        collected = collect_aggregate(node, self.fail)
+        kept = multiset_aggregate(node, self.fail) if collected is None else None
+        if collected is not None:
+            how, arg = collected
+            spec = AggregateSpec(how.kind, key, placeholder, None, None, multisets.add(arg),
+                                 collect=how)
+        elif kept is not None:
             kind, arg = kept
             spec = AggregateSpec(kind, key, placeholder, None, None, multisets.add(arg))
         elif node.find(exp.Distinct):
@@ -804,8 +852,9 @@ class _Translator:
                                  total, cnt)
         else:
             self.fail(f"the aggregate {node.sql(dialect='spark').split('(')[0].upper()}", node,
-                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG, MIN, MAX, and "
-                      "COUNT / SUM / AVG (DISTINCT ...).")
+                      "Supported aggregates: SUM, COUNT, COUNT(*), AVG, MIN, MAX, "
+                      "COUNT / SUM / AVG (DISTINCT ...), collect_list / array_agg, collect_set "
+                      "and string_agg / listagg.")
         agg_by_sql[key] = spec
         aggregates.append(spec)
         return spec
@@ -857,7 +906,7 @@ class _StateColumns:
 
     def add(self, name: str, base: List, extra: List) -> str:
         atoms = base + extra
-        q = normalize(Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0], group=self.group)
+        q = normalize(product(atoms) if atoms else ONE, group=self.group)
         for existing, eq in self.columns.items():
             if eq == q:
                 return existing
@@ -958,10 +1007,13 @@ def _subquery_probe(tree: exp.Select, values: SubqueryValues) -> Optional[str]:
 def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
     """FROM ... WHERE ... [GROUP BY ...] of the query; GROUP BY positions and aliases are
     written out (`group_items`), since the text gets another select list."""
+    if (tree.args.get("from_") or tree.args.get("from")) is None:
+        return ""                                # a SELECT without FROM: one row
     t = tree.copy()
     t.set("expressions", [exp.Literal.number(1)])
     t.set("having", None)
     t.set("distinct", None)
+    t.set("hint", None)             # `SELECT /*+ ... */`: optimizer hints, no part of the rows
     if not grouped:
         t.set("group", None)
     elif group_items is not None and t.args.get("group") is not None:
@@ -972,7 +1024,9 @@ def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
         else:
             t.set("group", None)
     text = t.sql(dialect="spark", comments=False)
-    assert text.startswith("SELECT 1 ")
+    if not text.startswith("SELECT 1 "):
+        raise UnsupportedSQL("this form of SELECT", "Write SELECT <columns> FROM ...",
+                             position_of(tree), None)
     return text[len("SELECT 1 "):]
 
 

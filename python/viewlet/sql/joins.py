@@ -73,8 +73,12 @@ def record_join(tr, join: exp.Join):
     both after a FULL join (a fresh variable assigned after the join)."""
     from .frontend import _ident
     side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-    if (join.args.get("method") or "").upper() == "NATURAL":
-        tr.fail("NATURAL JOIN", join, "Write the join condition with ON or USING.")
+    natural = (join.args.get("method") or "").upper() == "NATURAL"
+    if natural:
+        if join.args.get("on") is not None or join.args.get("using"):
+            tr.fail("NATURAL JOIN with ON or USING", join, "Write either NATURAL or the condition.")
+        join = join.copy()
+        join.set("method", None)
     how = join_kind(join)
     if how is None:
         tr.fail(f"{(side + ' ' + kind).strip()} JOIN", join,
@@ -83,10 +87,17 @@ def record_join(tr, join: exp.Join):
     if isinstance(join.this, exp.Subquery) and isinstance(join.this.this, exp.Table):
         tr.fail("a parenthesized join", join.this,
                 "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
+    left_names = [e.alias_or_name for e in star_with_using(tr)] if natural else []
     tr._add_source(join.this)
     record = Join(how, tr.instances[-1], join, join.args.get("on"))
     using = []
-    for ident in join.args.get("using") or []:
+    idents = join.args.get("using") or []
+    if natural:
+        # NATURAL is USING over the columns both sides have, in the left side's order (as
+        # Spark resolves it); none in common: a join without condition
+        idents = [exp.to_identifier(n) for n in dict.fromkeys(left_names)
+                  if tr.instances[-1].table.column(n) is not None]
+    for ident in idents:
         name = ident.name.lower()
         right = tr.instances[-1]
         if right.table.column(ident.name) is None:

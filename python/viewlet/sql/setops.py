@@ -10,7 +10,14 @@
                          with GROUP BY whose keys are all output columns (or a global
                          aggregate): the rows are distinct already; otherwise the aggregating
                          query becomes a subquery in FROM grouped by all its columns
-  a view that is a UNION  SELECT [DISTINCT] * FROM (the union) AS __union
+  q1 INTERSECT [ALL] q2,  a FROM item over the distinct rows x of either side: per row, the
+  q1 EXCEPT [ALL] q2      numbers of copies a and b on each side are nested counts keyed by
+                         x (NULL-safe, as set operations compare NULLs equal), and the row's
+                         multiplicity is a function of them, as Spark defines it: INTERSECT
+                         ALL min(a, b), EXCEPT ALL max(a - b, 0), INTERSECT 1 when a > 0 and
+                         b > 0, EXCEPT 1 when a > 0 and b = 0. A batch re-derives the rows
+                         whose counts it changes, like any nested aggregate's
+  a view that is a set operation  SELECT [DISTINCT] * FROM (it) AS __union
 
 Column types across branches: Spark widens them (int and bigint to bigint, decimals to a
 decimal holding both, ...); when the branches' columns have known, different types, each
@@ -23,21 +30,25 @@ from typing import List, Optional
 
 from sqlglot import exp
 
-from ..calculus.ir import Add, Groups, Lift, Mul
+from ..calculus.ir import Add, Cond, Groups, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 
 UNION_ALIAS = "__union"
 DISTINCT_ALIAS = "__distinct"
+SETOP_ALIAS = "__setop"
+SET_OPERATIONS = (exp.Union, exp.Intersect, exp.Except)
 
 
 def as_select(tree: exp.Expression, fail) -> exp.Expression:
     """A view whose query is a set operation, as a SELECT over it."""
     while isinstance(tree, exp.Subquery) and not tree.alias and isinstance(
-            tree.this, (exp.Union, exp.Select)):
+            tree.this, SET_OPERATIONS + (exp.Select,)):
         tree = tree.this
     if isinstance(tree, (exp.Intersect, exp.Except)):
-        fail(tree.key.upper(), tree, "Only UNION and UNION ALL are supported.")
+        check_union(tree, fail)
+        return exp.select(exp.Star()).from_(exp.Subquery(this=tree, alias=exp.TableAlias(
+            this=exp.to_identifier(SETOP_ALIAS))))
     if not isinstance(tree, exp.Union):
         return tree
     check_union(tree, fail)
@@ -50,10 +61,10 @@ def as_select(tree: exp.Expression, fail) -> exp.Expression:
     return select
 
 
-def check_union(node: exp.Union, fail):
+def check_union(node: exp.Expression, fail):
     for key, what in (("order", "ORDER BY"), ("limit", "LIMIT/OFFSET"), ("offset", "LIMIT/OFFSET")):
         if node.args.get(key) is not None:
-            fail(f"{what} on a UNION", node.args[key],
+            fail(f"{what} on a {node.key.upper()}", node.args[key],
                  "A view is an unordered relation: order and limit when you query it.")
 
 
@@ -71,7 +82,9 @@ def branches(node: exp.Expression, fail) -> List[exp.Select]:
     while isinstance(node, exp.Subquery) and not node.alias:
         node = node.this
     if isinstance(node, (exp.Intersect, exp.Except)):
-        fail(node.key.upper(), node, "Only UNION and UNION ALL are supported.")
+        check_union(node, fail)
+        return [exp.select(exp.Star()).from_(exp.Subquery(this=node, alias=exp.TableAlias(
+            this=exp.to_identifier(SETOP_ALIAS))))]
     if isinstance(node, exp.Union):
         check_union(node, fail)
         if node.args.get("distinct"):
@@ -130,12 +143,87 @@ def distinct_derived(tr, select, child, conds, derived):
 def add_union(tr, node: exp.Subquery):
     """UNION [ALL] in FROM: each branch is translated like a FROM subquery of a scope of
     its own and assigns its columns to the union's variables (one term per branch)."""
-    from .frontend import _Derived, _ident, _Translator
+    from .frontend import _Derived
     alias = node.alias_or_name
     if not alias:
         tr.fail("a subquery in FROM without an alias", node)
-    terms, columns = [], None
     selects = branches(node.this, tr.fail)
+    derived = _Derived(alias, None, [])
+    products = _branch_products(tr, selects, derived, "UNION")
+    derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
+        products[0].factors if isinstance(products[0], Mul) else products)
+    _add_instance(tr, derived, node)
+
+
+def add_set_operation(tr, node: exp.Subquery):
+    """INTERSECT / EXCEPT [ALL] in FROM: the distinct rows of both sides (a Groups atom over
+    the output variables) times each row's multiplicity, a function of its nested counts on
+    either side (see the module's docstring)."""
+    from .frontend import _Derived
+    op = node.this
+    alias = node.alias_or_name
+    if not alias:
+        tr.fail("a subquery in FROM without an alias", node)
+    check_union(op, tr.fail)
+    sides = [_as_select(op.this), _as_select(op.expression)]
+    derived = _Derived(alias, None, [])
+    left, right = _branch_products(tr, sides, derived, op.key.upper())
+    keys = tuple(derived.vars[c.name.lower()] for c in derived.table.columns)
+    a, b = tr.fresh("setl"), tr.fresh("setr")
+    for var in (a, b):
+        tr.parent[var] = var
+    counts = [Nested(a, normalize(left, group=keys), null_safe=True),
+              Nested(b, normalize(right, group=keys), null_safe=True)]
+    ca, cb = f"`{a}`", f"`{b}`"
+    distinct = bool(op.args.get("distinct"))
+    if isinstance(op, exp.Intersect):
+        weight = Cond(Scalar.parse(f"{ca} > 0 AND {cb} > 0")) if distinct \
+            else Value(Scalar.parse(f"LEAST({ca}, {cb})"))
+    else:
+        weight = Cond(Scalar.parse(f"{ca} > 0 AND {cb} = 0")) if distinct \
+            else Value(Scalar.parse(f"GREATEST({ca} - {cb}, 0)"))
+    rows = Groups(normalize(Add((left, right)), group=keys))
+    derived.fixed_atoms = [rows] + counts + [weight]
+    _add_instance(tr, derived, node)
+
+
+def select_over(node: exp.Expression, fail) -> exp.Expression:
+    """A set operation used as a subquery (`x IN (SELECT ... UNION SELECT ...)`, EXISTS, a
+    scalar subquery) as a SELECT of its columns from it as a FROM item; any other node as it
+    is. The set operation's branches are not correlated (as in FROM)."""
+    while isinstance(node, exp.Subquery) and not node.alias and isinstance(
+            node.this, SET_OPERATIONS + (exp.Subquery,)):
+        node = node.this
+    if not isinstance(node, SET_OPERATIONS):
+        return node
+    first = node
+    while not isinstance(first, exp.Select):
+        first = first.this
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+           for e in first.expressions):
+        fail(f"a {node.key.upper()} with * as a subquery", node, "List its columns.")
+    names = [f"c{i}" for i in range(len(first.expressions))]
+    source = exp.Subquery(this=node, alias=exp.TableAlias(
+        this=exp.to_identifier(SETOP_ALIAS), columns=[exp.to_identifier(n) for n in names]))
+    return exp.select(*[exp.column(n, table=SETOP_ALIAS) for n in names]).from_(source)
+
+
+def _as_select(node: exp.Expression) -> exp.Select:
+    """An operand of a set operation as a SELECT (a nested set operation: SELECT * over it)."""
+    while isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Select):
+        node = node.this
+    if isinstance(node, exp.Select):
+        return node
+    return exp.select(exp.Star()).from_(exp.Subquery(this=node, alias=exp.TableAlias(
+        this=exp.to_identifier(SETOP_ALIAS))))
+
+
+def _branch_products(tr, selects, derived, what: str) -> list:
+    """Each branch translated like a FROM subquery of a scope of its own, its columns
+    assigned to the shared output variables (added to `derived`, named after the first
+    branch's columns, with Spark's widened types): one product of atoms per branch."""
+    from .frontend import _ident, _Translator
+    terms, columns = [], None
     for k, select in enumerate(selects):
         branch = _Translator(tr.sql, tr.resolver, outer=tr)
         branch.outer = None                      # not correlated
@@ -146,12 +234,12 @@ def add_union(tr, node: exp.Subquery):
         if columns is None:
             columns = [(name, []) for name, _ in cols]
         if len(cols) != len(columns):
-            tr.fail(f"UNION branches with different numbers of columns ({len(columns)} "
+            tr.fail(f"{what} branches with different numbers of columns ({len(columns)} "
                     f"and {len(cols)})", select)
         for (_, vs), (_, v) in zip(columns, cols):
             vs.append(v)
         terms.append(branch.source_atoms(inst))
-    derived = _Derived(alias, None, [])
+    alias = derived.alias
     shared = []
     for name, vs in columns:
         var = tr.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "u")
@@ -174,8 +262,11 @@ def add_union(tr, node: exp.Subquery):
             lifts.append(Lift(var, Scalar(value)))
         body = atoms + lifts
         products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
-    derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
-        products[0].factors if isinstance(products[0], Mul) else products)
+    return products
+
+
+def _add_instance(tr, derived, node: exp.Subquery):
+    alias = derived.alias
     tr._column_aliases(derived, node)
     if any(i.alias.lower() == alias.lower() for i in tr.instances):
         tr.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")

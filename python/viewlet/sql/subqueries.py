@@ -22,12 +22,20 @@ from typing import List, Optional
 
 from sqlglot import exp
 
-from ..calculus.ir import COUNT_DISTINCT, SUM, SUM_DISTINCT, Cond, Lift, Mul, Nested, Value
+from ..calculus.ir import (COUNT_DISTINCT, MAX, ONE, SUM, SUM_DISTINCT, Cond, Lift, Nested, Value,
+                           product)
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 from .checks import position_of, reject_unsupported
 from .joins import bound_vars
+from .collects import COLLECT_NODES
 from .multisets import AVG_DISTINCT, multiset_aggregate, multiset_body
+from .setops import select_over
+
+
+#: in the error a scalar subquery without an aggregate raises for several rows (Spark's
+#: error class for it; runtime/views.py drops such a failed batch)
+TOO_MANY_ROWS = "SCALAR_SUBQUERY_TOO_MANY_ROWS"
 
 
 class SubqueryTranslator:
@@ -70,7 +78,7 @@ class SubqueryTranslator:
         if self.two_valued and isinstance(node, exp.In) and node.args.get("query") is not None:
             return exp.Coalesce(this=self._in(node, False), expressions=[exp.false()])
         if isinstance(node, exp.Exists):
-            return self._exists(node.this)
+            return self._exists(select_over(node.this, self.scope.fail))
         if isinstance(node, exp.In) and node.args.get("query") is not None:
             return self._in(node, positive)
         if isinstance(node, exp.Subquery):
@@ -94,10 +102,9 @@ class SubqueryTranslator:
         reject_unsupported(select, self.scope.sql)
         child = _Translator(self.scope.sql, self.scope.resolver, outer=self.scope)
         from_ = select.args.get("from_") or select.args.get("from")
-        if from_ is None:
-            self.scope.fail("a subquery without FROM", select)
         predicates: List[exp.Expression] = []
-        child._add_source(from_.this)
+        if from_ is not None:                   # without FROM: one row
+            child._add_source(from_.this)
         for join in select.args.get("joins") or []:
             child._add_join(join, predicates)
         if select.args.get("where") is not None:
@@ -124,7 +131,7 @@ class SubqueryTranslator:
         """A fresh variable bound to Sum[inputs](base * extra), or, for a multiset kind, to that
         aggregate of Sum[inputs, value](base * extra)."""
         atoms = base + extra
-        body = Mul(tuple(atoms)) if len(atoms) > 1 else atoms[0]
+        body = product(atoms) if atoms else ONE
         private = set()
         for a in atoms:
             private |= bound_vars(a)            # also inside an outer join's sum of terms
@@ -146,7 +153,8 @@ class SubqueryTranslator:
 
     def _in(self, node: exp.In, positive: bool) -> exp.Expression:
         select = node.args["query"]
-        select = select.this if isinstance(select, exp.Subquery) else select
+        select = select_over(select.this if isinstance(select, exp.Subquery) else select,
+                             self.scope.fail)
         if len(select.expressions) != 1:
             self.scope.fail("IN with a subquery returning several columns", node)
         probe = self._walk(node.this, False)
@@ -195,6 +203,7 @@ class SubqueryTranslator:
                                       expression=exp.Paren(this=h)))
 
     def _scalar(self, select) -> exp.Expression:
+        select = select_over(select, self.scope.fail)
         if select.args.get("group") is not None or select.args.get("having") is not None:
             self.scope.fail("GROUP BY / HAVING in a scalar subquery", select,
                             "A scalar subquery must return one row: aggregate without GROUP BY.")
@@ -202,12 +211,35 @@ class SubqueryTranslator:
             self.scope.fail("a scalar subquery returning several columns", select)
         item = select.expressions[0]
         item = item.this if isinstance(item, exp.Alias) else item
-        if not any(isinstance(n, exp.AggFunc) for n in item.walk()):
-            self.scope.fail("a scalar subquery without an aggregate", select,
-                            "Use SUM/COUNT/AVG so that it returns exactly one row.")
         child, conds = self._inner(select)
         base = child._base_atoms(conds)
+        if not any(isinstance(n, exp.AggFunc) for n in item.walk()):
+            return self._single_row(select, child, base, item)
         return exp.Paren(this=self._aggregates(child, base, item))
+
+    def _single_row(self, select, child, base, item) -> exp.Expression:
+        """A scalar subquery without an aggregate: its one row's value (NULL without rows);
+        more than one row is an error, as in Spark (SCALAR_SUBQUERY_TOO_MANY_ROWS), raised
+        where Spark needs the value, so the batch fails before anything is written. The value
+        is the MAX of the multiset of its non-NULL values (of a one-row subquery: the row's
+        value, NULL when it is NULL); the count of rows tells one row from several."""
+        if select.args.get("distinct") is not None:
+            self.scope.fail("SELECT DISTINCT in a scalar subquery without an aggregate", select,
+                            "Use MIN(...) or MAX(...) of the expression: one value either way.")
+        if isinstance(item, exp.Star) or any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists))
+                                             for n in item.walk()):
+            self.scope.fail("this scalar subquery without an aggregate", select,
+                            "Select one expression over the subquery's columns.")
+        rows = self._nested(child, base, [], "cnt")
+        value = self.scope.fresh("mv")
+        one = self._nested(child, multiset_body(child, base, item, value), [], "one", MAX, value)
+        where = position_of(select)
+        at = f" at {_line_col(self.scope.sql, where)} of the query" if where is not None else ""
+        message = (f"Viewlet: the scalar subquery{at} returned more than one row "
+                   f"({TOO_MANY_ROWS}); the view is unchanged. Make it return one row, e.g. with "
+                   "an aggregate.").replace("'", "")
+        return exp.Paren(this=_sql(f"CASE WHEN `{rows}` > 1 THEN raise_error('{message}') "
+                                   f"ELSE `{one}` END"))
 
     def _aggregates(self, child, base, node: exp.Expression) -> exp.Expression:
         """An expression over aggregates of the subquery's rows, as nested aggregates."""
@@ -227,6 +259,10 @@ class SubqueryTranslator:
         return new
 
     def _aggregate(self, child, base, node) -> exp.Expression:
+        if isinstance(node, COLLECT_NODES):
+            child.fail(f"the aggregate {node.sql(dialect='spark').split('(')[0].upper()} in a "
+                       "subquery", node, "Collections are built for the view's own groups only: "
+                       "aggregate them in the view (a view over another view can join them).")
         kept = multiset_aggregate(node, child.fail)
         if kept is not None:
             return self._multiset_aggregate(child, base, node, *kept)
@@ -291,6 +327,11 @@ def _negations(node: exp.Expression):
             negated = not negated
         node = node.this
     return negated, node
+
+
+def _line_col(sql: str, offset: int) -> str:
+    before = sql[:offset]
+    return f"line {before.count(chr(10)) + 1}, column {offset - (before.rfind(chr(10)) + 1) + 1}"
 
 
 def _var(name: str) -> exp.Expression:
