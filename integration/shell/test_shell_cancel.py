@@ -41,7 +41,8 @@ def wait_until(condition, proc, out: Path, err: Path, what: str, deadline: float
 def test_ctrl_c_cancels_a_refresh_in_the_shell(tmp_path):
     table = str(tmp_path / "orders")
     write_deltalake(table, pa.table({"k": pa.array([1, 1, 2], pa.int64()),
-                                     "v": pa.array([10, 20, 5], pa.int64())}))
+                                     "v": pa.array([10, 20, 5], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
     pause = tmp_path / "pause"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     env = shell_env(VIEWLET_PAUSE=f"batch.map_merged={pause}")
