@@ -49,7 +49,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
         return history_rows(ctx.load(st.name), st.options.get("limit"))
     elif st.kind == "explain":
         view = ctx.load(st.name)
-        return [(explain_program(view.name, view.spec["sql"], view.compiled.program),),
+        return [(explain_program(view.name, view.spec["sql"], view.compiled.program,
+                                 view.compiled.spec),),
                 (explain_execution(view),)]
     else:
         raise ValueError(st.kind)

@@ -7,10 +7,13 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
-    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 2", "ORDER BY"),
-    ("SELECT r.a FROM r LIMIT 3", "LIMIT"),
-    ("SELECT r.a FROM r LIMIT 1 OFFSET 2", "LIMIT"),
+    ("SELECT r.a FROM r ORDER BY r.b LIMIT 3", "ORDER BY r.b, which is not an output column"),
+    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 3 LIMIT 1", "ORDER BY position 3"),
+    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY SUM(r.b) LIMIT 1", "not an output column"),
+    ("SELECT r.a FROM r LIMIT r.b", "LIMIT"),
+    ("SELECT r.a FROM r OFFSET 2", "OFFSET without LIMIT"),
+    ("SELECT x.a FROM (SELECT r.a FROM r ORDER BY r.a LIMIT 2) x", "ORDER BY"),
+    ("SELECT r.a FROM r WHERE r.b IN (SELECT s.b FROM s LIMIT 1)", "LIMIT"),
     ("SELECT r.a FROM r WHERE r.a IN (SELECT s.b, s.c FROM s)", "several columns"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT s.b FROM s)", "scalar subquery without an aggregate"),
     ("SELECT r.a FROM r WHERE r.a > ALL (SELECT SUM(s.b) FROM s GROUP BY s.c)", "ALL with an aggregating"),
@@ -40,8 +43,7 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT a FROM r INTERSECT SELECT b FROM s", "INTERSECT"),
     ("SELECT a FROM r EXCEPT SELECT b FROM s", "EXCEPT"),
     ("SELECT a FROM r UNION ALL (SELECT b FROM s EXCEPT SELECT c FROM t)", "EXCEPT"),
-    ("SELECT a FROM r UNION SELECT b FROM s ORDER BY 1", "ORDER BY on a UNION"),
-    ("SELECT a FROM r UNION ALL SELECT b FROM s LIMIT 3", "LIMIT/OFFSET on a UNION"),
+    ("SELECT a FROM r UNION ALL (SELECT b FROM s LIMIT 3)", "LIMIT/OFFSET in a subquery"),
     ("SELECT a FROM r UNION ALL SELECT b, c FROM s", "different numbers of columns"),
     ("SELECT x.a FROM (SELECT a FROM r UNION SELECT b FROM s ORDER BY 1) x", "ORDER BY"),
     ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a WITH ROLLUP", "ROLLUP"),
@@ -70,7 +72,7 @@ def test_unsupported_sql_names_the_construct(sql, construct):
 
 
 def test_unsupported_sql_gives_the_position():
-    sql = "SELECT r.a\nFROM r\nORDER BY r.a"
+    sql = "SELECT r.a\nFROM r\nORDER BY r.b LIMIT 3"
     with pytest.raises(UnsupportedSQL) as err:
         spec_of(sql)
     # somewhere inside the ORDER BY clause (sqlglot keeps positions on identifiers only)

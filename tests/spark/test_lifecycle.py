@@ -31,7 +31,7 @@ def _view_dirs(vl):
 
 
 @pytest.mark.parametrize("sql,construct", [
-    ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
+    ("SELECT r.a FROM r ORDER BY r.b LIMIT 2", "ORDER BY r.b"),
     ("WITH RECURSIVE x AS (SELECT r.a FROM r) SELECT a FROM x", "WITH RECURSIVE"),
     ("SELECT r.a, COUNT(DISTINCT r.c, r.d) FROM r GROUP BY r.a", "COUNT(DISTINCT ...) with 2"),
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),

@@ -24,7 +24,7 @@ from ..sql.multisets import AVG_DISTINCT
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
-from . import chain, drift, faults, hot, initial_load, maps
+from . import chain, drift, faults, hot, initial_load, maps, ordered
 from .catalog import Entry
 from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -35,7 +35,8 @@ from .result import multiset_params, result_rows_sql
 from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
-OP = "__viewlet_op"
+OP = ordered.OP
+ORDERED = "__ordered"          # the ordered table's version in a batch record's map_versions
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -100,6 +101,15 @@ class LoadedView:
     @property
     def result_path(self) -> str:
         return self.ctx.layout.result_table(self.id)
+
+    @property
+    def ordered_path(self) -> str:
+        return self.ctx.layout.ordered_table(self.id)
+
+    @property
+    def top_n(self):
+        """ORDER BY ... LIMIT of a top-N view (None otherwise, and at depth 0: recomputed)."""
+        return self.compiled.spec.top_n if self.compiled.depth != 0 else None
 
     @property
     def manifest(self) -> Manifest:
@@ -221,18 +231,31 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         source.release()
         progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
         scratch = ctx.layout.scratch_dir(view_id, "create")
+        top = spec.top_n if depth != 0 else None
         try:
-            result = frame_arrow(_initial_result(ctx, compiled, layout, agg_types, kept_data,
-                                                 maps_json, sql, frames, location_of, scratch))
+            rows = _initial_result(ctx, compiled, layout, agg_types, kept_data, maps_json, sql,
+                                   frames, location_of, scratch)
+            if top is not None:        # the first rows in the view's order (runtime/ordered.py)
+                keys = ordered.sort_keys(top, layout)
+                rows = rows.sparkSession.sql(ordered.prefilter_sql(
+                    "SELECT * FROM {d}", top, keys, _result_types(layout, maps_json, compiled)),
+                    d=rows)
+            result = frame_arrow(rows)
         finally:
             ctx.store.drop(scratch)
+        extra = {}
+        if top is not None:
+            first, complete = ordered.first_rows(result, top, keys)
+            ctx.store.create(ctx.layout.ordered_table(view_id), first, txn=txn)
+            result = ordered.visible(first, top)
+            extra[ordered.STATS] = {"complete": complete, "rows": first.num_rows}
         ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn)
         result_rows = result.num_rows
         del result, kept_data
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
-                 "map_rows_changed": {}}
+                 "map_rows_changed": {}, **extra}
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats)
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
@@ -393,6 +416,14 @@ def _initial_result(ctx, compiled, layout, agg_types, data, maps_json, sql, fram
         param: read[m] for m, param in multiset_params(compiled.spec).items()})
 
 
+def _result_types(layout: Dict, maps_json: Dict, compiled: CompiledView) -> Dict[str, str]:
+    """Spark type of each result-table column (hidden keys: their state key's)."""
+    types = {c["physical"]: c["type"] for c in layout["columns"]}
+    key_types = maps_json[compiled.program.view_map]["key_types"]
+    types.update({name: key_types[gi] for name, gi in layout["keys"] if name in layout["hidden"]})
+    return types
+
+
 def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
     """A global aggregate has one result row even over no input: pad a missing state row."""
     zeros = ", ".join(f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema_json["values"].items())
@@ -431,6 +462,8 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
                 "status": f"recovered batch {recovered}" if recovered else "up to date"}
     map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
     map_versions["__result"] = ctx.store.version(view.result_path)
+    if view.top_n is not None:
+        map_versions[ORDERED] = ctx.store.version(view.ordered_path)
     if not manifest.plan(last.batch + 1, ranges, map_versions):
         # Another refresher planned this batch first: join it (a re-run is idempotent).
         return refresh_view(ctx, name, max_commits, until)
@@ -503,14 +536,20 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
                                         progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if result is not None and result.num_rows:    # skipped when the table holds txn already
+    if view.top_n is not None:
+        stats[ordered.STATS] = ordered.stats_of(previous)
+        stats["result_rows_changed"] = 0
+        if result is not None and result.num_rows:
+            _apply_ordered(view, record, deltas, result, stats, txn, meta, progress)
+    elif result is not None and result.num_rows:  # skipped when the table holds txn already
         progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
         faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
-    stats["result_rows_changed"] = 0 if result is None else \
-        pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
+    if view.top_n is None:
+        stats["result_rows_changed"] = 0 if result is None else \
+            pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge_result"] = time.perf_counter() - t0
     return stats
@@ -580,7 +619,6 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     the delta) is built on the driver; Spark evaluates the output expressions over it (a
     projection of a local relation, unless multisets are aggregated or bag copies need a
     generator), with the multisets' batch-start rows of those groups plus their deltas."""
-    ctx = view.ctx
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
     delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
@@ -599,22 +637,9 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
         multisets[param] = pa.concat_tables(rows)
-    rows_sql, columns = _result_sql(view)
+    _, columns = _result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
-    ins = None
-    if local:
-        from .result_local import local_result_rows
-        from .targets import LOCAL_FAILURES
-        try:
-            ins = local_result_rows(view, new_state, multisets, out_schema)
-        except LOCAL_FAILURES as e:
-            log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
-    if ins is None:
-        if progress is not None:
-            progress.spark()
-        frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
-        df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
-        ins = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+    ins = _state_rows(view, new_state, multisets, local, progress)
     dels = {}
     key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
     for col in columns:
@@ -625,6 +650,90 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     return pa.concat_tables([
         ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())),
         dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
+
+
+def _state_rows(view: LoadedView, state: pa.Table, multisets: Dict[str, pa.Table], local: bool,
+                progress: Optional[Progress], wrap=None) -> pa.Table:
+    """The result rows of the groups in `state` (new state rows) given their multisets'
+    rows, on the local target when `local` (Spark if it fails), else on Spark; `wrap`:
+    Spark SQL over the rows query (`{d}`) the Spark target evaluates instead."""
+    ctx = view.ctx
+    rows_sql, columns = _result_sql(view)
+    out_schema = _result_arrow_schema(view, columns)
+    if local:
+        from .result_local import local_result_rows
+        from .targets import LOCAL_FAILURES
+        try:
+            return local_result_rows(view, state, multisets, out_schema)
+        except LOCAL_FAILURES as e:
+            log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
+    if progress is not None:
+        progress.spark()
+    frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
+    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, state), **frames)
+    if wrap is not None:
+        df = ctx.spark.sql(wrap, d=df)
+    return pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+
+
+def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table]):
+    """The whole view state and multisets after the batch (their batch-start rows, from
+    memory when hot, plus the batch's deltas), for recomputing a top-N view's order."""
+    out = {}
+    for name in _result_maps(view):
+        schema, arrow = view.map_schema(name), view.map_arrow_schema(name)
+        version = record.map_versions[name]
+        in_memory = hot.hot_map(view, name, version)
+        rows = in_memory.all_rows() if in_memory is not None else \
+            view.ctx.store.read_files(view.ctx.store.snapshot(view.map_path(name), version))
+        parts = [rows.select(arrow.names).cast(arrow)]
+        if deltas.get(name) is not None:
+            parts.append(deltas[name].select(arrow.names).cast(arrow))
+        out[name] = maps.sum_rows(pa.concat_tables(parts), schema.keys, list(schema.values),
+                                  _zero_columns(view, name))
+    state = out.pop(view.spec["view_map"])
+    if view.spec["result"]["global"] and state.num_rows == 0:     # its one row, over no rows
+        state = pa.table({f.name: pa.array([0], f.type) for f in state.schema}, schema=state.schema)
+    params = multiset_params(view.compiled.spec)
+    return state, {params[name]: rows for name, rows in out.items()}
+
+
+def _apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Table, stats: Dict,
+                   txn, meta, progress: Progress):
+    """A top-N view's batch: the touched groups' rows (`source`, the MERGE source a view
+    without ORDER BY applies) replace theirs in the ordered table, recomputed from the whole
+    state only when deletes leave it short; the ordered and result tables are rewritten
+    when they changed (runtime/ordered.py)."""
+    ctx, top, layout = view.ctx, view.top_n, view.spec["result"]
+    keys = ordered.sort_keys(top, layout)
+    version = record.map_versions[ORDERED]
+    cached = view.compiled.cache.get(ORDERED)
+    old = cached[1] if cached is not None and cached[0] == version else \
+        ordered.sort_rows(ctx.store.read_arrow(view.ordered_path, version), keys)
+    old = old.select(source.schema.names[:-1]).cast(_result_arrow_schema(view, _result_sql(view)[1]))
+    previous = stats[ordered.STATS]
+    table, complete, short = ordered.maintain(old, previous.get("complete", False), source, top,
+                                              keys, ordered.identity_columns(layout))
+    if short:
+        progress.step("recomputing the ordered rows from the view state")
+        state, multisets = _whole_state(view, record, deltas)
+        local = stats.get("engine") == "local"
+        rows = _state_rows(view, state, multisets, local, progress, None if local else
+                           ordered.prefilter_sql("SELECT * FROM {d}", top, keys, _result_types(
+                               layout, view.spec["maps"], view.compiled)))
+        table, complete = ordered.first_rows(rows, top, keys)
+    stats[ordered.STATS] = {"complete": complete, "rows": table.num_rows, "recomputed": short}
+    if table.equals(old):
+        return
+    progress.step("writing the ordered rows")
+    ctx.store.overwrite(view.ordered_path, table, txn=txn, metadata=meta)
+    shown, before = ordered.visible(table, top), ordered.visible(old, top)
+    if not shown.equals(before):
+        progress.step("writing the result table")
+        ctx.store.overwrite(view.result_path, shown, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
+        stats["result_rows_changed"] = shown.num_rows
+    view.compiled.cache[ORDERED] = (ctx.store.version(view.ordered_path), table)
 
 
 def _result_sql(view: LoadedView):

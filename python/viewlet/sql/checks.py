@@ -18,6 +18,10 @@ _NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_time
 _NONDETERMINISTIC_WITHOUT_ARGS = {"unix_timestamp"}       # unix_timestamp(x) is a conversion
 
 
+_NESTED_ORDER = ("ORDER BY ... LIMIT is maintained on the view's own query only (top-N): move it "
+                 "there, or drop it from the subquery.")
+
+
 def position_of(node: Optional[exp.Expression]) -> Optional[int]:
     if node is None:
         return None
@@ -32,12 +36,12 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     def fail(construct, node, detail=""):
         raise UnsupportedSQL(construct, detail, position_of(node), sql)
 
+    # the view's own ORDER BY / LIMIT are taken off before (sql/ordering.py): these are nested
     if tree.args.get("order") is not None:
-        fail("ORDER BY", tree.args["order"],
-             "A view is an unordered relation: order when you query it.")
+        fail("ORDER BY in a subquery", tree.args["order"], _NESTED_ORDER)
     if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
-        fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
-             "Apply the limit when you query the view.")
+        fail("LIMIT/OFFSET in a subquery", tree.args.get("limit") or tree.args.get("offset"),
+             _NESTED_ORDER)
     allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from"),
                tree.args.get("having"), tree.args.get("group")] + \
         list(tree.args.get("joins") or []) + list(tree.expressions)

@@ -25,6 +25,7 @@ from .ctes import inline_ctes
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
+from .ordering import TopN, split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
 from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
@@ -74,6 +75,8 @@ class ViewSpec:
     # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
     # (multiset, kind); the variable's value for a group is that aggregate of its multiset
     value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    # ORDER BY ... LIMIT of the query (sql/ordering.py): the result keeps those rows only
+    top_n: Optional[TopN] = None
 
 
 class _Instance:
@@ -263,7 +266,10 @@ class _Translator:
         except TokenError as e:     # an unterminated string, comment or quoted name
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
         tree, _ = inline_ctes(tree, self.fail)
-        return self._translate_select(setops.as_select(tree, self.fail))
+        tree, order = split_order(tree, self.fail)
+        spec = self._translate_select(setops.as_select(tree, self.fail))
+        spec.top_n = resolve_order(order, [o.name for o in spec.outputs], self.fail)
+        return spec
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
