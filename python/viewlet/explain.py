@@ -51,12 +51,16 @@ def explain_program(name: str, sql: str, program: Program, spec=None) -> str:
 
 def result_lines(spec, depth) -> List[str]:
     """How the result table follows from the view state beyond its groups' rows."""
+    lines: List[str] = []
+    if spec.window is not None:
+        from .runtime.windowed import describe
+        lines += describe(spec, depth)
     top = spec.top_n
     if top is None:
-        return []
+        return lines
     from .runtime.ordered import capacity
     names = [o.name for o in spec.outputs]
-    lines = ["", "Result (ORDER BY / LIMIT):",
+    lines += ["", "Result (ORDER BY / LIMIT):",
              f"  top-N: {top.text(names)}; rows tied on the ORDER BY keys are ordered by every "
              "output column (ascending, NULLs first), then the group keys"]
     if depth == 0:

@@ -37,7 +37,7 @@ def _view_dirs(vl):
     ("SELECT r.a FROM r INTERSECT SELECT s.b FROM s", "INTERSECT"),
     ("SELECT r.a, SUM((SELECT COUNT(*) FROM s)) AS n FROM r GROUP BY r.a", "subquery inside an aggregate"),
     ("SELECT r.a, rand() FROM r", "rand"),
-    ("SELECT SUM(r.a) OVER (PARTITION BY r.b) FROM r", "window"),
+    ("SELECT LAG(r.a) OVER (PARTITION BY r.b ORDER BY r.a) FROM r", "window function LAG"),
 ])
 def test_unsupported_sql_is_refused_and_leaves_nothing(spark, vl, work, sql, construct):
     before = _view_dirs(vl)

@@ -24,7 +24,7 @@ from ..sql.multisets import AVG_DISTINCT
 from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
-from . import chain, drift, faults, hot, initial_load, maps, ordered
+from . import chain, drift, faults, hot, initial_load, maps, ordered, windowed
 from .catalog import Entry
 from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -198,8 +198,15 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         output_types = _output_types(ctx, sql, frames, location_of)
         agg_types = _aggregate_types(ctx, compiled, frames, location_of)
         agg_types.update(_subquery_types(ctx, compiled, frames, location_of))
-        layout = result_layout(spec, output_types) if depth != 0 else \
-            dict(result_layout(spec, output_types), keys=[], hidden=[])
+        windows = spec.window is not None and depth != 0
+        if spec.window is not None and depth == 0:     # Spark recomputes the query
+            layout = windowed.plain_layout(output_types)
+        elif windows:           # the state's rows are the inner query's (runtime/windowed.py)
+            inner_types = _output_types(ctx, spec.window.inner_sql, frames, location_of)
+            layout = result_layout(spec, inner_types)
+        else:
+            layout = result_layout(spec, output_types) if depth != 0 else \
+                dict(result_layout(spec, output_types), keys=[], hidden=[])
         source = _SnapshotSource(ctx, draft, versions)
         maps_json: Dict[str, Dict] = {}
         parts: Dict[str, DataFrame] = {}
@@ -235,6 +242,13 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         try:
             rows = _initial_result(ctx, compiled, layout, agg_types, kept_data, maps_json, sql,
                                    frames, location_of, scratch)
+            inner = None
+            if windows:                # the window layer over the inner rows
+                inner = layout
+                state_types = maps_json[compiled.program.view_map]["key_types"]
+                layout = windowed.window_layout(spec, output_types, inner, state_types)
+                rows = rows.sparkSession.sql(windowed.window_sql(
+                    spec, inner, layout, windowed.inner_types(inner, state_types)), d=rows)
             if top is not None:        # the first rows in the view's order (runtime/ordered.py)
                 keys = ordered.sort_keys(top, layout)
                 rows = rows.sparkSession.sql(ordered.prefilter_sql(
@@ -260,6 +274,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
+            **({"inner": inner} if inner is not None else {}),
             "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
             "fused": compiled.fused, "in_filters": compiled.in_filters,
             **(options or {}),
@@ -501,11 +516,15 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
         _recompute(view, record, txn, stats)
         return stats
     deltas = run_triggers(view, record, stats, progress)
-    result = None
+    result = rewrite = None
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        result = _result_source(view, record, deltas, stats.get("engine") == "local", progress)
+        local = stats.get("engine") == "local"
+        if view.compiled.spec.window is not None:
+            result, rewrite = _window_source(view, record, deltas, local, progress)
+        else:
+            result = _result_source(view, record, deltas, local, progress)
         stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
@@ -541,13 +560,18 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
         stats["result_rows_changed"] = 0
         if result is not None and result.num_rows:
             _apply_ordered(view, record, deltas, result, stats, txn, meta, progress)
+    elif rewrite is not None:                     # a window over every row: all rows anew
+        progress.step("rewriting the result table")
+        ctx.store.overwrite(view.result_path, rewrite, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
+        stats["result_rows_changed"] = rewrite.num_rows
     elif result is not None and result.num_rows:  # skipped when the table holds txn already
         progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
         faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
-    if view.top_n is None:
+    if view.top_n is None and rewrite is None:
         stats["result_rows_changed"] = 0 if result is None else \
             pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
     stats["map_rows_changed"] = changed_rows
@@ -641,7 +665,7 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     out_schema = _result_arrow_schema(view, columns)
     ins = _state_rows(view, new_state, multisets, local, progress)
     dels = {}
-    key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
+    key_of = {name: gi for name, gi in inner_layout(view.spec)["keys"]}
     for col in columns:
         field = out_schema.field(col)
         dels[col] = new_state.column(schema.keys[key_of[col]]).cast(field.type) if col in key_of \
@@ -652,8 +676,78 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
 
 
+def inner_layout(spec: Dict) -> Dict:
+    """The layout of the state's rows (the inner query's for a view with window functions,
+    whose result table holds the window layer's rows)."""
+    return spec.get("inner") or spec["result"]
+
+
+def _window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
+                   local: bool, progress: Progress):
+    """A windowed view's batch (runtime/windowed.py): (MERGE source replacing the rows of the
+    units the batch touched, None), or (None, every result row) when the window has one
+    unit."""
+    ctx, layout = view.ctx, view.spec["result"]
+    state_name = view.spec["view_map"]
+    schema = view.map_schema(state_name)
+    out_schema = _window_arrow_schema(view)
+    if not layout["unit"]:
+        state, multisets = _whole_state(view, record, deltas)
+        return None, _window_rows(view, state, multisets, local, progress, out_schema)
+    delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
+                             [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
+                              for m in _result_maps(view)[1:] if deltas.get(m) is not None])
+    unit_keys = [schema.keys[gi] for gi in layout["unit"]]
+    units = windowed.touched_units(delta_state, schema.keys, layout["unit"])
+    old = hot.rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
+    old = windowed.rows_in_units(old, unit_keys, units, unit_keys)
+    arrow = view.map_arrow_schema(state_name)
+    state = maps.sum_rows(pa.concat_tables([old.select(arrow.names).cast(arrow),
+                                            delta_state.select(arrow.names).cast(arrow)]),
+                          schema.keys, list(schema.values), _zero_columns(view, state_name))
+    multisets = {}
+    for name, param in multiset_params(view.compiled.spec).items():
+        ms_schema = view.map_arrow_schema(name)
+        group = view.map_schema(name).keys[:len(schema.keys)]
+        before = hot.rows_by_keys(view, name, record.map_versions[name], state, group)
+        rows = [before.select(ms_schema.names).cast(ms_schema)]
+        if deltas.get(name) is not None:
+            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
+        multisets[param] = pa.concat_tables(rows)
+    ins = _window_rows(view, state, multisets, local, progress, out_schema)
+    dels = windowed.deletes(units, unit_keys, layout, out_schema, OP)
+    source = pa.concat_tables([
+        ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())), dels])
+    return source, None
+
+
+def _window_rows(view, state, multisets, local, progress, out_schema) -> pa.Table:
+    """The window layer's rows over the inner rows of `state`'s groups."""
+    if local:
+        from .targets import LOCAL_FAILURES
+        try:
+            rows = _state_rows(view, state, multisets, True, progress)
+            return windowed.local_window_rows(view, rows, out_schema)
+        except LOCAL_FAILURES as e:
+            log.warning("View %s: window rows on Spark, the local target failed: %s", view.name, e)
+    rows = _state_rows(view, state, multisets, False, progress, windowed.spark_window_sql(view),
+                       out_schema)
+    return rows
+
+
+def _window_arrow_schema(view: LoadedView) -> pa.Schema:
+    cache = view.compiled.cache
+    if "window_arrow" not in cache:
+        layout = view.spec["result"]
+        cols = [(c["physical"], c["type"]) for c in layout["columns"]] + \
+            [(name, t) for (name, _), t in zip(layout["keys"], layout["unit_types"])]
+        cache["window_arrow"] = arrow_schema(StructType.fromDDL(
+            ", ".join(f"{q(c)} {t}" for c, t in cols)))
+    return cache["window_arrow"]
+
+
 def _state_rows(view: LoadedView, state: pa.Table, multisets: Dict[str, pa.Table], local: bool,
-                progress: Optional[Progress], wrap=None) -> pa.Table:
+                progress: Optional[Progress], wrap=None, wrapped_schema=None) -> pa.Table:
     """The result rows of the groups in `state` (new state rows) given their multisets'
     rows, on the local target when `local` (Spark if it fails), else on Spark; `wrap`:
     Spark SQL over the rows query (`{d}`) the Spark target evaluates instead."""
@@ -673,7 +767,8 @@ def _state_rows(view: LoadedView, state: pa.Table, multisets: Dict[str, pa.Table
     df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, state), **frames)
     if wrap is not None:
         df = ctx.spark.sql(wrap, d=df)
-    return pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=out_schema)
+    return pa.Table.from_pylist([r.asDict() for r in df.collect()],
+                                schema=wrapped_schema or out_schema)
 
 
 def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table]):
@@ -692,7 +787,7 @@ def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tab
         out[name] = maps.sum_rows(pa.concat_tables(parts), schema.keys, list(schema.values),
                                   _zero_columns(view, name))
     state = out.pop(view.spec["view_map"])
-    if view.spec["result"]["global"] and state.num_rows == 0:     # its one row, over no rows
+    if inner_layout(view.spec)["global"] and state.num_rows == 0:     # one row, over no rows
         state = pa.table({f.name: pa.array([0], f.type) for f in state.schema}, schema=state.schema)
     params = multiset_params(view.compiled.spec)
     return state, {params[name]: rows for name, rows in out.items()}
@@ -741,7 +836,7 @@ def _result_sql(view: LoadedView):
     result table's columns; built once per view."""
     cache = view.compiled.cache
     if "result_sql" not in cache:
-        layout = view.spec["result"]
+        layout = inner_layout(view.spec)
         schema = view.map_schema(view.spec["view_map"])
         rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
                                    schema.keys, COUNT_COLUMN,
@@ -756,7 +851,7 @@ def _result_sql(view: LoadedView):
 def _result_arrow_schema(view: LoadedView, columns) -> pa.Schema:
     cache = view.compiled.cache
     if "result_arrow" not in cache:
-        layout = view.spec["result"]
+        layout = inner_layout(view.spec)
         schema = view.map_schema(view.spec["view_map"])
         types = {c["physical"]: c["type"] for c in layout["columns"]}
         key_of = {name: gi for name, gi in layout["keys"]}

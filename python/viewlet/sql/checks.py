@@ -57,7 +57,10 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             fail("FILTER (WHERE ...) on an aggregate", node,
                  "Use SUM(CASE WHEN ... THEN x END) instead.")
         if isinstance(node, exp.Window):
-            fail("a window function (OVER)", node)
+            fail("a window function (OVER) here", node,
+                 "Window functions are maintained in the view's own SELECT list, or in a "
+                 "subquery in FROM that the view's query projects and filters; make a query "
+                 "that reads them otherwise a view over an incremental view with them.")
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
             fail(node.key.upper(), node)
         if isinstance(node, (exp.Lateral, exp.Unnest, exp.Explode, exp.Pivot, exp.TableSample)):

@@ -27,6 +27,7 @@ from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, reco
                     star_with_using)
 from .ordering import TopN, split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
+from .windows import WindowLayer, split_windows, resolve as resolve_windows
 from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
 from .tables import ColumnInfo, TableInfo, TableResolver
@@ -77,6 +78,9 @@ class ViewSpec:
     value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     # ORDER BY ... LIMIT of the query (sql/ordering.py): the result keeps those rows only
     top_n: Optional[TopN] = None
+    # window functions (sql/windows.py): the state is the inner query's, the result the
+    # window layer's over its rows
+    window: Optional[WindowLayer] = None
 
 
 class _Instance:
@@ -267,7 +271,12 @@ class _Translator:
             raise ViewletParseError(f"Syntax error in the view's query: {e}") from None
         tree, _ = inline_ctes(tree, self.fail)
         tree, order = split_order(tree, self.fail)
+        tree, windowed = split_windows(tree, self.fail)
         spec = self._translate_select(setops.as_select(tree, self.fail))
+        spec.window = resolve_windows(windowed, spec.outputs, self.fail)
+        if spec.window is not None and order is not None:
+            self.fail("ORDER BY ... LIMIT with window functions", order.order or tree,
+                      "Filter on a rank instead: WHERE rk <= n over RANK() OVER (ORDER BY ...).")
         spec.top_n = resolve_order(order, [o.name for o in spec.outputs], self.fail)
         return spec
 
