@@ -666,7 +666,10 @@ class _Translator:
         grouped_subqueries = set()             # GROUP BY items with subqueries: not keys
         for node in selects + group_items:
             for sub in subquery_nodes(node):
-                values.placeholder(sub)
+                if not _inside_aggregate(sub, node):
+                    values.placeholder(sub)
+                else:                     # a per-row value (_aggregate): translated first too
+                    self._row_subquery(sub)
         for sub in subquery_nodes(having.this) if having is not None else []:
             values.placeholder(sub, value=False)
         for g in group_items:
@@ -765,12 +768,14 @@ class _Translator:
         key = node.sql(dialect="spark")
         if key in agg_by_sql:
             return agg_by_sql[key]
-        if has_subquery(node):
-            self.fail("a subquery inside an aggregate", node,
-                      "Subqueries are supported in WHERE, FROM, and outside aggregates in SELECT "
-                      "and HAVING.")
-        if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
+        if any(isinstance(n, exp.AggFunc) for n in outer_nodes(node) if n is not node):
             self.fail("an aggregate nested in another aggregate", node)
+        if has_subquery(node):
+            # a subquery in the argument is a value per row: nested aggregates bound next to
+            # the rows of this aggregate's state columns, the argument reads their variables
+            node, extra = self._row_subqueries(node)
+            base = base + extra
+            multisets = multisets.with_rows(extra)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
         kept = multiset_aggregate(node, self.fail)
@@ -809,6 +814,35 @@ class _Translator:
         agg_by_sql[key] = spec
         aggregates.append(spec)
         return spec
+
+    def _row_subqueries(self, node: exp.Expression):
+        """An aggregate whose argument has subqueries, each replaced by a variable bound per
+        row to its value (`x := value over nested aggregates`), and the atoms binding them."""
+        from .joins import VAR_QUALIFIER
+        node = node.copy()
+        atoms: List = []
+        for sub in list(subquery_nodes(node)):
+            var, bound = self._row_subquery(sub)
+            atoms += [a for a in bound if a not in atoms]
+            sub.replace(exp.column(var, table=VAR_QUALIFIER))
+        return node, atoms
+
+    def _row_subquery(self, sub: exp.Expression):
+        """(variable, atoms binding it) of a subquery whose value is taken per row, one per
+        subquery text; translated before the query's tables become atoms, so that its
+        correlated columns are variables of theirs."""
+        from .subqueries import SubqueryTranslator
+        cache = self.__dict__.setdefault("_row_values", {})
+        key = sub.sql(dialect="spark")
+        if key not in cache:
+            translator = SubqueryTranslator(self)
+            value = translator.value(sub)
+            var = self.fresh("sqv")
+            self.parent[var] = var
+            self.nullable[var] = True
+            self.assigned.add(var)
+            cache[key] = (var, translator.atoms + [Lift(var, Scalar(value))])
+        return cache[key]
 
     def _spj_view(self, tree, selects, conds, distinct: bool = False) -> ViewSpec:
         """A view without aggregates is a bag: state keys are the output values, the state
@@ -889,6 +923,16 @@ def _rename(expr, mapping):
     if isinstance(expr, Mul):
         return Mul(tuple(_rename(f, mapping) for f in expr.factors))
     return rename_atom(expr, mapping)
+
+
+def _inside_aggregate(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether `node` (within `root`) is an aggregate function's argument."""
+    node = node.parent
+    while node is not None and node is not root.parent:
+        if isinstance(node, exp.AggFunc):
+            return True
+        node = node.parent
+    return False
 
 
 def has_subquery(node: exp.Expression) -> bool:
