@@ -25,6 +25,7 @@ from .ctes import inline_ctes
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
+from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
 from .ordering import TopN, split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
 from .windows import WindowLayer, split_windows, resolve as resolve_windows
@@ -109,6 +110,8 @@ class _Derived:
         self.vars: Dict[str, str] = {}
         self.lifts: List[Tuple[str, exp.Expression]] = []
         self.fixed_atoms: Optional[List] = None     # an aggregating subquery's atoms
+        self.lateral = False                        # LATERAL: reads earlier FROM items
+        self.lateral_inputs: List[str] = []         # the variables of those it reads
 
     def add(self, name: str, var: str, nullable: bool):
         if self.table.column(name) is not None:
@@ -333,13 +336,16 @@ class _Translator:
             self._add_derived(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
             self._add_union(node)
+        elif is_lateral(node):                         # sql/lateral.py
+            self._add_derived(lateral_subquery(node, self.fail), lateral=True)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
                       "Only base tables and subqueries are supported in FROM so far.")
 
-    def _add_derived(self, node: exp.Subquery):
+    def _add_derived(self, node: exp.Subquery, lateral: bool = False):
         """A subquery in FROM without aggregation is inlined: its tables and conditions join
-        the enclosing query, its output columns are its expressions' variables."""
+        the enclosing query, its output columns are its expressions' variables. `lateral`:
+        it may read the columns of the FROM items before it (sql/lateral.py)."""
         select = node.this
         alias = node.alias_or_name
         if not alias:
@@ -353,7 +359,8 @@ class _Translator:
                                                   alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
-        child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
+        if not lateral:
+            child.outer = None                 # FROM subqueries are not correlated
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             self.fail("a subquery without FROM", select)
@@ -369,11 +376,14 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
+        derived.lateral = lateral
         if distinct and not aggregating:
             self._distinct_derived(select, child, conds, derived)
             aggregating = True
         elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
+        if lateral and not aggregating:        # the FROM items' columns it reads
+            derived.lateral_inputs = correlation(self, child._base_atoms(conds))
         if aggregating:
             self._column_aliases(derived, node)
             if any(i.alias.lower() == alias.lower() for i in self.instances):
@@ -442,10 +452,16 @@ class _Translator:
         group_vars = tuple(dict.fromkeys(child.find(k) for k in keys))
         self.group_keys.update(group_vars)
         atoms = []
+        corr = correlation(self, base) if getattr(derived, "lateral", False) else []
+        derived.lateral_inputs = corr
         if group_vars:
+            check_grouped(self, base, corr, node)
             atoms.append(Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
-                                          group=group_vars)))
-        sub = SubqueryTranslator(self, inputs=group_vars, null_safe=True)
+                                          group=group_vars + tuple(corr))))
+            atoms += not_null_guards(base, corr)
+        # a global aggregate is one row per correlation value: SQL's `=` on its inputs
+        sub = SubqueryTranslator(self, inputs=group_vars + tuple(corr),
+                                 null_safe=bool(group_vars))
         for item in select.expressions:
             name = item.alias_or_name
             inner = item.this if isinstance(item, exp.Alias) else item
