@@ -16,7 +16,6 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT r.a FROM r WHERE r.b IN (SELECT s.b FROM s LIMIT 1)", "LIMIT"),
     ("SELECT r.a FROM r WHERE r.a IN (SELECT s.b, s.c FROM s)", "several columns"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT s.b FROM s)", "scalar subquery without an aggregate"),
-    ("SELECT r.a FROM r WHERE r.a > ALL (SELECT SUM(s.b) FROM s GROUP BY s.c)", "ALL with an aggregating"),
     ("SELECT r.a FROM r WHERE r.a = ANY (SELECT s.b, s.c FROM s)", "ANY / SOME with a subquery not"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT s.b FROM s GROUP BY s.b)", "GROUP BY / HAVING"),
     ("SELECT r.a FROM r WHERE NOT r.a IN (SELECT s.b FROM s GROUP BY s.b)", "grouped subquery"),
@@ -69,7 +68,7 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT r.a, x.c FROM r, LATERAL (SELECT DISTINCT s.c FROM s WHERE s.b = r.b) x",
      "SELECT DISTINCT in a LATERAL"),
     ("SELECT r.a, x.n FROM r, LATERAL (SELECT s.c, COUNT(*) AS n FROM s WHERE s.b < r.a "
-     "GROUP BY s.c) x", "GROUP BY correlated on column a by a comparison other than ="),
+     "GROUP BY s.c) x", "correlated on column a by a comparison other than ="),
     ("SELECT r.a FROM r, r", "duplicate table alias"),
     ("SELECT COUNT(DISTINCT r.a, r.b) FROM r", "COUNT(DISTINCT ...) with 2 arguments"),
     ("SELECT r.a FROM r WHERE r.b = (SELECT COUNT(DISTINCT s.b, s.c) FROM s)", "2 arguments"),

@@ -45,3 +45,37 @@ LATERAL = {
 @pytest.mark.parametrize("name", sorted(LATERAL))
 def test_lateral_rows_equal_sql(name, depth):
     assert check_program(LATERAL[name], depth) > 0
+
+# an aggregating FROM subquery's MIN / MAX column compared with = matches no NULL (the
+# normalizer once unified the two variables into a NULL-safe test)
+SHAPES["max_column_equality"] = ("SELECT r.a FROM r, (SELECT s.b, MAX(s.c) AS m FROM s "
+                                 "GROUP BY s.b) x WHERE r.b = x.m")
+
+QUANTIFIED = {
+    # x op ALL / ANY over an aggregating subquery: counts of its groups (NULL aggregates and
+    # empty groups sets included)
+    "all_over_groups": "SELECT r.a, r.b FROM r WHERE r.b >= ALL (SELECT AVG(s.c) FROM s "
+                       "GROUP BY s.b)",
+    "all_over_counts": "SELECT r.a, r.b FROM r WHERE r.a <> ALL (SELECT COUNT(*) FROM s "
+                       "GROUP BY s.b)",
+    "any_over_groups_having": "SELECT r.a FROM r WHERE r.b = ANY (SELECT MAX(s.c) FROM s "
+                              "GROUP BY s.b HAVING COUNT(*) > 1)",
+    "all_correlated_groups": "SELECT r.a, COUNT(*) FROM r WHERE r.b >= ALL (SELECT SUM(s.c) "
+                             "FROM s WHERE s.b = r.a GROUP BY s.c) GROUP BY r.a",
+    "some_global": "SELECT r.a FROM r WHERE r.b > SOME (SELECT AVG(t.d) FROM t WHERE t.c = r.a)",
+    "not_all_in_select": "SELECT r.a, NOT (r.b <> ALL (SELECT MIN(s.c) FROM s GROUP BY s.b)) "
+                         "FROM r",
+}
+
+
+@pytest.mark.parametrize("depth", [None, 1], ids=["unlimited", "depth1"])
+@pytest.mark.parametrize("name", sorted(QUANTIFIED))
+def test_quantified_rows_equal_sql(name, depth):
+    assert check_program(QUANTIFIED[name], depth) > 0
+
+
+def test_a_column_beside_a_select_subquery_is_a_state_key():
+    """`r.b = (SELECT ...)` in the SELECT of a view without aggregates: r.b is read beside
+    the subquery, so the state keeps it (its value per row was missing)."""
+    assert check_program("SELECT r.a, r.b = (SELECT MAX(s.c) FROM s WHERE s.b = r.a) AS m, "
+                         "r.a + (SELECT COUNT(*) FROM t) * r.b AS k FROM r", None) > 0

@@ -359,8 +359,11 @@ class _Translator:
                                                   alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
+        correlated = lateral or self.outer is not None
         if not lateral:
-            child.outer = None                 # FROM subqueries are not correlated
+            # not the FROM items beside it; inside a subquery, the enclosing queries' columns
+            # (as Spark allows): such a subquery is correlated like a LATERAL one
+            child.outer = self.outer
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             self.fail("a subquery without FROM", select)
@@ -376,13 +379,13 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
-        derived.lateral = lateral
+        derived.lateral = correlated
         if distinct and not aggregating:
             self._distinct_derived(select, child, conds, derived)
             aggregating = True
         elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
-        if lateral and not aggregating:        # the FROM items' columns it reads
+        if correlated and not aggregating:     # the FROM items' columns it reads
             derived.lateral_inputs = correlation(self, child._base_atoms(conds))
         if aggregating:
             self._column_aliases(derived, node)
@@ -867,12 +870,16 @@ class _Translator:
         group_vars: List[str] = []
         lifts = []
         outputs = []
+        read_beside: List[str] = []
         values = SubqueryValues(self)
         for s in selects:
             inner = s.this if isinstance(s, exp.Alias) else s
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
             if has_subquery(inner):
                 outputs.append(OutputColumn(name, Scalar(values.expression(inner))))
+                # columns read beside the subquery (`r.b = (SELECT ...)`): hidden state keys
+                read_beside += [self.column_var(c) for c in outer_columns(inner)
+                                if not isinstance(c.this, exp.Star)]
                 continue
             sc = self.to_scalar(inner)
             if sc.is_var():
@@ -885,6 +892,7 @@ class _Translator:
             outputs.append(OutputColumn(name, Scalar.var(var)))
         # the subqueries' inputs are (hidden) keys: their values are functions of the key
         group_vars += [v for v in sorted(values.outer_vars()) if v not in group_vars]
+        group_vars += [v for v in dict.fromkeys(read_beside) if v not in group_vars]
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])

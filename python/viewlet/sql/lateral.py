@@ -68,8 +68,9 @@ def check_grouped(tr, atoms: List, corr: List[str], node) -> None:
     loose = [v for v in corr if v not in _relation_vars(atoms)]
     if loose:
         rel, col = tr.var_columns.get(loose[0], ("", loose[0]))
-        tr.fail(f"a LATERAL subquery with GROUP BY correlated on column {col} by a comparison other than =", node,
-                "Correlate a grouped LATERAL subquery with equalities, or aggregate it without "
+        tr.fail(f"a grouped subquery in FROM correlated on column {col} by a comparison "
+                f"other than =", node,
+                "Correlate a grouped subquery in FROM with equalities, or aggregate it without "
                 "GROUP BY.")
 
 
