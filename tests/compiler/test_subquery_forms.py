@@ -38,6 +38,15 @@ LATERAL = {
                        "FROM s WHERE s.b = r.b GROUP BY s.c) x",
     "lateral_theta_aggregated": "SELECT r.a, SUM(x.t) FROM r, LATERAL (SELECT SUM(s.c) AS t "
                                 "FROM s WHERE s.b > r.a) x GROUP BY r.a",
+    # a FROM subquery inside a subquery reading the enclosing query (Spark's implicit
+    # lateral reference): correlated like a LATERAL subquery
+    "outer_reference_rows": "SELECT r.a FROM r WHERE r.b < (SELECT SUM(x.c) FROM (SELECT s.c "
+                            "FROM s WHERE s.b = r.a) x)",
+    "outer_reference_groups": "SELECT r.a, r.b FROM r WHERE EXISTS (SELECT 1 FROM (SELECT s.c, "
+                              "COUNT(*) AS n FROM s WHERE s.b = r.a GROUP BY s.c) x WHERE x.n > 1)",
+    # lateral column aliases in SELECT (an alias no FROM column has)
+    "column_aliases": "SELECT r.a + 1 AS x, x * 2 AS y, r.a AS b, b AS z FROM r",
+    "aggregate_aliases": "SELECT r.a, SUM(r.b) AS t, t + COUNT(*) AS u FROM r GROUP BY r.a",
 }
 
 

@@ -1,6 +1,7 @@
 """Subquery forms against the Spark oracle on NULL-heavy random workloads with duplicates:
 subqueries inside aggregates (correlated or not), quantified comparisons over aggregating
-subqueries, and LATERAL subqueries in FROM. After every batch the view equals Spark's
+subqueries, LATERAL subqueries in FROM and FROM subqueries of subqueries reading the
+enclosing query, lateral column aliases. After every batch the view equals Spark's
 evaluation of its query."""
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ VIEWS = {
         "SELECT r.a, x.n, x.mf, y.e, SUM(y.k) AS sk FROM r, LATERAL (SELECT COUNT(*) AS n, "
         "MAX(s.f) AS mf FROM s WHERE s.b = r.b) x, LATERAL (SELECT s.e, COUNT(*) AS k FROM s "
         "WHERE s.b = r.a GROUP BY s.e) y GROUP BY r.a, x.n, x.mf, y.e",
+    # a FROM subquery of a subquery reading the enclosing query; lateral column aliases
+    "outer_reference_and_aliases":
+        "SELECT r.a, r.a * 2 AS x, x + r.c AS y FROM r WHERE r.c < (SELECT SUM(q.f) FROM "
+        "(SELECT s.f FROM s WHERE s.b = r.a) q)",
 }
 # quantified comparisons over aggregating subqueries: uncorrelated groups with HAVING (ALL
 # over no groups is TRUE), correlated groups

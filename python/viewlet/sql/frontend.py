@@ -23,6 +23,7 @@ from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
+from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
@@ -306,7 +307,7 @@ class _Translator:
                 self.fail("an aggregate in WHERE or ON", agg, "Filter on aggregates with HAVING.")
         conds = self._unify(predicates)
         group_items = self._group_items(tree)
-        selects = self._expand_star(tree.expressions)
+        selects = inline_lateral_aliases(self._expand_star(tree.expressions), self._has_column)
         # Every column the query mentions becomes a variable of its table's atom.
         having = tree.args.get("having")
         for node in conds + group_items + selects + ([having.this] if having is not None else []):
@@ -325,6 +326,16 @@ class _Translator:
                     setops.distinct_as_subquery(tree))
             return spec
         return self._spj_view(tree, selects, conds, distinct)
+
+    def _has_column(self, name: str) -> bool:
+        """Whether a FROM item of this query (or an enclosing one) has a column `name`."""
+        scope = self
+        while scope is not None:
+            if name.lower() in scope.using or any(i.table.column(name) is not None
+                                                  for i in scope.instances):
+                return True
+            scope = scope.outer
+        return False
 
     def _table_columns(self, table: exp.Table) -> List[str]:
         return [c.name for c in self.resolver.resolve([p.name for p in table.parts]).columns]
