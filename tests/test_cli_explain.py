@@ -64,7 +64,7 @@ def test_errors_name_the_problem(tmp_path, capsys):
         cli.main(["explain", str(q3), "--table", "customer"])
     assert bad.value.code == 2 and "NAME=PATH" in capsys.readouterr().err
     broken = tmp_path / "broken.sql"
-    broken.write_text("SELECT o_custkey, SUM(o_totalprice) FROM orders ORDER BY 1")
+    broken.write_text("SELECT o_custkey, SUM(o_totalprice) FROM orders GROUP BY 1 ORDER BY 3 LIMIT 2")
     code, _, err = _explain(capsys, broken, "--schema", "tpch")
     assert code == cli.EXIT_FAILED and "ORDER BY" in err
 

@@ -53,7 +53,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
 def explain_rows(view) -> List[Sequence]:
     """EXPLAIN's rows: one per line (as `.show()` and the shell print them), the trigger
     program, a blank line, then where batches run."""
-    text = explain_program(view.name, view.spec["sql"], view.compiled.program) + "\n\n" + \
+    text = explain_program(view.name, view.spec["sql"], view.compiled.program,
+                           view.compiled.spec) + "\n\n" + \
         explain_execution(view)
     return [(line,) for line in text.split("\n")]
 

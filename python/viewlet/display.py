@@ -72,7 +72,7 @@ class Explanation:
     """A view's trigger program: maps with keys and definitions, then one trigger per base
     relation with its ordered statements."""
 
-    def __init__(self, name: str, sql: str, program: Program):
+    def __init__(self, name: str, sql: str, program: Program, spec=None):
         self.name, self.sql = name, " ".join(sql.split())
         self.depth = depth_text(program.depth)
         self.maps: List[MapInfo] = [
@@ -88,13 +88,13 @@ class Explanation:
                               ":=" if s.strategy == "reevaluate" else "+=", show(s.rhs), s.strategy)
                 for i, s in enumerate(program.statements_for(rel), 1))
             self.triggers.append(TriggerInfo(rel, stmts, tuple(program.targets_for(rel))))
-        self.text = explain_program(name, sql, program)
+        self.text = explain_program(name, sql, program, spec)
         self.execution = ""             # where batches run (a view's, not a definition's)
 
     @classmethod
     def of(cls, view) -> "Explanation":
         """From a loaded view (``Viewlet.load``)."""
-        out = cls(view.name, view.spec["sql"], view.compiled.program)
+        out = cls(view.name, view.spec["sql"], view.compiled.program, view.compiled.spec)
         out.execution = explain_execution(view)
         return out
 

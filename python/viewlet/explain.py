@@ -14,7 +14,8 @@ def depth_text(depth) -> str:
             1: "1 (first-order IVM)"}.get(depth, f"{depth}")
 
 
-def explain_program(name: str, sql: str, program: Program) -> str:
+def explain_program(name: str, sql: str, program: Program, spec=None) -> str:
+    """`spec`: the front end's ViewSpec, for how the result is derived (ORDER BY / LIMIT)."""
     lines = [f"Incremental view {name}", f"  depth: {depth_text(program.depth)}",
              f"  query: {' '.join(sql.split())}", "", "Maps:"]
     for m in program.maps.values():
@@ -43,7 +44,37 @@ def explain_program(name: str, sql: str, program: Program) -> str:
                          f"    -- {s.mode()}")
         fused = program.targets_for(rel)
         lines.append(f"    => {len(fused)} MERGE(s): {', '.join(fused)}")
+    if spec is not None:
+        lines += result_lines(spec, program.depth)
     return "\n".join(lines)
+
+
+def result_lines(spec, depth) -> List[str]:
+    """How the result table follows from the view state beyond its groups' rows."""
+    lines: List[str] = []
+    if spec.window is not None:
+        from .runtime.windowed import describe
+        lines += describe(spec, depth)
+    top = spec.top_n
+    if top is None:
+        return lines
+    from .runtime.ordered import capacity
+    names = [o.name for o in spec.outputs]
+    lines += ["", "Result (ORDER BY / LIMIT):",
+             f"  top-N: {top.text(names)}; rows tied on the ORDER BY keys are ordered by every "
+             "output column (ascending, NULLs first), then the group keys"]
+    if depth == 0:
+        return lines + ["  every batch recomputes the query, ORDER BY and LIMIT included"]
+    cap = capacity(top)
+    return lines + [
+        f"  ordered table: the first {cap} rows of the query without ORDER BY / LIMIT, in that "
+        f"order ({top.wanted} wanted + {cap - top.wanted} slack); a batch replaces the rows of "
+        "the groups it touched and adds their new rows that sort before the last row kept "
+        "(all of them while the table holds every row)",
+        f"  recompute: only when deletes leave fewer than {top.wanted} rows while rows are "
+        "missing: the ordered rows are derived again from the whole view state",
+        f"  result table: rows {top.offset + 1}..{top.wanted} of the ordered table, rewritten "
+        "when they change; it is unordered, read it with SELECT * FROM view ORDER BY ..."]
 
 
 def explain_execution(view) -> str:
@@ -126,6 +157,15 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
                                                  for c in view.spec["result"]["columns"]))]
     records = view.manifest.records()
     last = [r for r in records if r.phase == "committed"][-1]
+    top = view.top_n
+    if top is not None:
+        from .runtime.ordered import STATS
+        kept = (last.stats or {}).get(STATS) or {}
+        names = [o.name for o in view.compiled.spec.outputs]
+        rows.append(("view", "order", f"{top.text(names)}; the ordered table holds "
+                                      f"{kept.get('rows', '?')} row(s)"
+                                      f"{', every row of the query' if kept.get('complete') else ''}"
+                                      f", location {view.ordered_path}"))
     for rel, table in view.compiled.spec.tables.items():
         try:
             current = ctx.store.version(table.id)

@@ -124,4 +124,4 @@ def explain_file(path: str, resolver: OfflineResolver, depth: Optional[int] = No
     name, query, file_depth = read_definition(path)
     compiled = compile_definition(query, resolver, depth if depth_given else file_depth,
                                   read_options(path).get("caches", False))
-    return explain_program(name, query, compiled.program)
+    return explain_program(name, query, compiled.program, compiled.spec)

@@ -1,7 +1,7 @@
 -- TPC-H Q10 (returned item reporting), streaming form.
 -- Changes from the official query:
---   * no ORDER BY revenue DESC and no LIMIT 20 (read the top 20 from the view);
 --   * `DATE '1993-10-01' + INTERVAL '3' MONTH` is written as DATE '1994-01-01'.
+-- ORDER BY revenue DESC LIMIT 20 are the official ones (top-N, kept with the view).
 SELECT
     c_custkey,
     c_name,
@@ -19,3 +19,5 @@ WHERE c_custkey = o_custkey
   AND l_returnflag = 'R'
   AND c_nationkey = n_nationkey
 GROUP BY c_custkey, c_name, c_acctbal, c_phone, n_name, c_address, c_comment
+ORDER BY revenue DESC
+LIMIT 20

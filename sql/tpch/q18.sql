@@ -1,6 +1,5 @@
 -- TPC-H Q18 (large volume customer), the official query.
--- Changes from the official query:
---   * no ORDER BY / LIMIT 100 (a view is unordered; order and limit when you read it).
+-- Changes from the official query: none (ORDER BY / LIMIT 100 kept: top-N).
 select
     c_name,
     c_custkey,
@@ -31,3 +30,7 @@ group by
     o_orderkey,
     o_orderdate,
     o_totalprice
+order by
+    o_totalprice desc,
+    o_orderdate
+limit 100

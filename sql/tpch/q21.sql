@@ -1,6 +1,5 @@
--- TPC-H Q21 (suppliers who kept orders waiting), streaming form.
--- Changes from the official query:
---   * no ORDER BY / LIMIT 100.
+-- TPC-H Q21 (suppliers who kept orders waiting), the official query.
+-- Changes from the official query: none (ORDER BY / LIMIT 100 kept: top-N).
 SELECT s_name, COUNT(*) AS numwait
 FROM supplier, lineitem l1, orders, nation
 WHERE s_suppkey = l1.l_suppkey
@@ -17,3 +16,5 @@ WHERE s_suppkey = l1.l_suppkey
   AND s_nationkey = n_nationkey
   AND n_name = 'SAUDI ARABIA'
 GROUP BY s_name
+ORDER BY numwait DESC, s_name
+LIMIT 100

@@ -7,10 +7,13 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT r.a FROM r ORDER BY r.a", "ORDER BY"),
-    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 2", "ORDER BY"),
-    ("SELECT r.a FROM r LIMIT 3", "LIMIT"),
-    ("SELECT r.a FROM r LIMIT 1 OFFSET 2", "LIMIT"),
+    ("SELECT r.a FROM r ORDER BY r.b LIMIT 3", "ORDER BY r.b, which is not an output column"),
+    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY 3 LIMIT 1", "ORDER BY position 3"),
+    ("SELECT r.a, COUNT(*) FROM r GROUP BY r.a ORDER BY SUM(r.b) LIMIT 1", "not an output column"),
+    ("SELECT r.a FROM r LIMIT r.b", "LIMIT"),
+    ("SELECT r.a FROM r OFFSET 2", "OFFSET without LIMIT"),
+    ("SELECT x.a FROM (SELECT r.a FROM r ORDER BY r.a LIMIT 2) x", "ORDER BY"),
+    ("SELECT r.a FROM r WHERE r.b IN (SELECT s.b FROM s LIMIT 1)", "LIMIT"),
     ("SELECT r.a FROM r WHERE r.a IN (SELECT s.b, s.c FROM s)", "several columns"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT DISTINCT s.b FROM s)", "SELECT DISTINCT in a scalar"),
     ("SELECT r.a FROM r WHERE r.a = (SELECT s.b, s.c FROM s)", "several columns"),
@@ -29,11 +32,21 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
      "WHERE s.b = r.b)", "correlated on column b, which is not a GROUP BY key"),
     ("SELECT COUNT(*), (SELECT COUNT(*) FROM s WHERE s.b = r.a) FROM r GROUP BY 2",
      "not a GROUP BY key"),
-    ("SELECT r.a, SUM((SELECT COUNT(*) FROM s)) FROM r GROUP BY r.a", "subquery inside an aggregate"),
     ("SELECT r.a FROM r SEMI JOIN s ON r.b = s.b", "SEMI JOIN"),
     ("SELECT r.a FROM r ANTI JOIN s ON r.b = s.b", "ANTI JOIN"),
-    ("SELECT r.a, SUM(r.b) OVER (PARTITION BY r.a) FROM r", "window"),
-    ("SELECT r.a, ROW_NUMBER() OVER (ORDER BY r.a) FROM r", "window"),
+    ("SELECT r.a, LAG(r.b) OVER (PARTITION BY r.a ORDER BY r.b) FROM r", "window function LAG"),
+    ("SELECT r.a, r.b - AVG(r.b) OVER (PARTITION BY r.a) FROM r", "window function inside an expression"),
+    ("SELECT r.a, RANK() OVER w FROM r WINDOW w AS (ORDER BY r.b)", "named window"),
+    ("SELECT r.a, COUNT(DISTINCT r.b) OVER (PARTITION BY r.a) FROM r", "DISTINCT"),
+    ("SELECT DISTINCT r.a, RANK() OVER (ORDER BY r.b) FROM r", "DISTINCT with window functions"),
+    ("SELECT x.a, COUNT(*) FROM (SELECT r.a, RANK() OVER (ORDER BY r.b) AS k FROM r) x "
+     "GROUP BY x.a", "GROUP BY over a subquery with window functions"),
+    ("SELECT x.a FROM (SELECT r.a, RANK() OVER (ORDER BY r.b) AS k FROM r) x JOIN s ON x.a = s.b",
+     "a join over a subquery with window functions"),
+    ("SELECT r.a, RANK() OVER (ORDER BY r.b) AS k FROM r ORDER BY k LIMIT 3",
+     "ORDER BY ... LIMIT with window functions"),
+    ("SELECT r.a FROM r WHERE r.b IN (SELECT s.b FROM (SELECT s.b, RANK() OVER (ORDER BY s.c) "
+     "AS k FROM s) s)", "window function"),
     ("SELECT r.a FROM r WHERE rand() > 0.5", "rand()"),
     ("SELECT r.a, randn() FROM r", "randn()"),
     ("SELECT r.a, uuid() FROM r", "uuid()"),
@@ -42,6 +55,7 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT a FROM r EXCEPT ALL SELECT b, c FROM s", "EXCEPT branches with different numbers"),
     ("SELECT a FROM r UNION SELECT b FROM s ORDER BY 1", "ORDER BY on a UNION"),
     ("SELECT a FROM r UNION ALL SELECT b FROM s LIMIT 3", "LIMIT/OFFSET on a UNION"),
+    ("SELECT a FROM r UNION ALL (SELECT b FROM s LIMIT 3)", "LIMIT/OFFSET in a subquery"),
     ("SELECT a FROM r UNION ALL SELECT b, c FROM s", "different numbers of columns"),
     ("SELECT x.a FROM (SELECT a FROM r UNION SELECT b FROM s ORDER BY 1) x", "ORDER BY"),
     ("SELECT r.a, COUNT(*), grouping(r.a) FROM r GROUP BY r.a", "GROUPING() without"),
@@ -54,7 +68,13 @@ from viewlet.errors import UnsupportedSQL, ViewletError, ViewletParseError
     ("SELECT COUNT(*) FROM r GROUP BY SUM(r.a)", "aggregate in GROUP BY"),
     ("SELECT * FROM VALUES (1), (2)", "VALUES"),
     ("SELECT r.a FROM r TABLESAMPLE (10 PERCENT)", "TABLESAMPLE"),
-    ("SELECT r.a FROM r, LATERAL (SELECT 1)", "LATERAL"),
+    ("SELECT r.a, x.v FROM r LATERAL VIEW explode(array(r.b)) x AS v", "LATERAL"),
+    ("SELECT r.a, x.c FROM r RIGHT JOIN LATERAL (SELECT s.c FROM s WHERE s.b = r.b) x ON TRUE",
+     "RIGHT JOIN LATERAL"),
+    ("SELECT r.a, x.c FROM r, LATERAL (SELECT DISTINCT s.c FROM s WHERE s.b = r.b) x",
+     "SELECT DISTINCT in a LATERAL"),
+    ("SELECT r.a, x.n FROM r, LATERAL (SELECT s.c, COUNT(*) AS n FROM s WHERE s.b < r.a "
+     "GROUP BY s.c) x", "correlated on column a by a comparison other than ="),
     ("SELECT r.a FROM r, r", "duplicate table alias"),
     ("SELECT COUNT(DISTINCT r.a, r.b) FROM r", "COUNT(DISTINCT ...) with 2 arguments"),
     ("SELECT r.a FROM r WHERE r.b = (SELECT COUNT(DISTINCT s.b, s.c) FROM s)", "2 arguments"),
@@ -72,7 +92,7 @@ def test_unsupported_sql_names_the_construct(sql, construct):
 
 
 def test_unsupported_sql_gives_the_position():
-    sql = "SELECT r.a\nFROM r\nORDER BY r.a"
+    sql = "SELECT r.a\nFROM r\nORDER BY r.b LIMIT 3"
     with pytest.raises(UnsupportedSQL) as err:
         spec_of(sql)
     # somewhere inside the ORDER BY clause (sqlglot keeps positions on identifiers only)

@@ -138,9 +138,45 @@ def test_window_running_sum_orders_nulls_as_spark(spark, tr):
     assert _rows(got, "v") == want
 
 
+WINDOWS = [   # the window functions of views (runtime/windowed.py, over columns); rid breaks
+    # order ties
+    "ROW_NUMBER() OVER (PARTITION BY i ORDER BY d DESC, rid)",
+    "RANK() OVER (PARTITION BY i ORDER BY t)",
+    "DENSE_RANK() OVER (ORDER BY dt DESC NULLS FIRST)",
+    "COUNT(*) OVER (PARTITION BY i)", "COUNT(x) OVER (PARTITION BY t)",
+    "MIN(t) OVER (PARTITION BY i)", "MAX(dt) OVER (PARTITION BY t)",
+    "MAX(e) OVER (PARTITION BY i ORDER BY rid ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING)",
+    "SUM(b) OVER (PARTITION BY i ORDER BY d RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",
+    "SUM(e) OVER (PARTITION BY t ORDER BY rid DESC ROWS BETWEEN UNBOUNDED PRECEDING "
+    "AND UNBOUNDED FOLLOWING)",
+    # AVG as runtime/windowed.py writes it for decimals
+    "CASE WHEN COUNT(d) OVER (PARTITION BY i) = 0 THEN NULL ELSE CAST(CAST(SUM(d) OVER "
+    "(PARTITION BY i) AS DECIMAL(25,2)) / CAST(COUNT(d) OVER (PARTITION BY i) AS DECIMAL(20,0)) "
+    "AS DECIMAL(19,6)) END",
+]
+
+
+@pytest.mark.parametrize("expr", WINDOWS)
+def test_window_function_equals_spark(spark, tr, expr):
+    data, engine = tr
+    sql = f"SELECT rid, {expr} AS v FROM tr"
+    expected = spark.sql(sql)
+    want_type = expected.schema["v"].dataType.simpleString()
+    got, cols = _local(data, engine, sql)
+    assert cols[1][1].spark_sql() == want_type, f"{expr}: type {cols[1][1].spark_sql()} != {want_type}"
+    want = {r["rid"]: r["v"] for r in expected.collect()}
+    have = _rows(got, "v")
+    bad = [(rid, want[rid], have.get(rid)) for rid in want if not _same(want[rid], have.get(rid), False)]
+    assert not bad, f"{expr}: (rid, Spark, local) differ: {bad[:5]}"
+    assert spark.sql(f"SELECT AVG(d) OVER (PARTITION BY i) AS v FROM tr").schema["v"].dataType \
+        .simpleString() == "decimal(19,6)"
+
+
 @pytest.mark.parametrize("expr", ["upper(t)", "CAST(x AS DECIMAL(10,2))", "CAST(d AS STRING)",
                                   "CAST(t AS INT)", "round(d, 1)", "t LIKE t",
-                                  "current_date()", "rand()", "x IN (SELECT 1)"])
+                                  "current_date()", "rand()", "x IN (SELECT 1)",
+                                  "SUM(d) OVER (ORDER BY i RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)",
+                                  "LAG(d) OVER (ORDER BY rid)"])
 def test_constructs_without_an_exact_equivalent_are_refused(tr, expr):
     data, engine = tr
     with pytest.raises(NotLocal):

@@ -76,8 +76,112 @@ def check_view_through_batches(spark, work, view: str, query: str, depth, batche
             if i:
                 work.batch()
                 spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            assert_view_matches(spark, view, oracle or query)
+            assert_matches(spark, view, oracle or query)
             if also is not None:
                 also()
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+
+
+def _key(value):
+    """A sort key for any row value (NULL first, numbers, then the rest by type name)."""
+    if value is None:
+        return (0, "", 0)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (1, "", value)
+    from decimal import Decimal
+    if isinstance(value, Decimal):
+        return (1, "", value)
+    return (2, type(value).__name__, value)
+
+
+def _close(a, b, tol: float) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        import math
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return abs(a - b) <= tol * max(1.0, abs(b))
+    return a == b
+
+
+def _contained(rows, pool, tol: float):
+    """Each row of `rows` matched to its own row of `pool` (doubles within `tol`): the rows
+    that found none."""
+    from collections import Counter
+    exact = Counter(pool)
+    left, missing = [], []
+    for r in rows:
+        if exact[r] > 0:
+            exact[r] -= 1
+        else:
+            left.append(r)
+    rest = list(exact.elements())
+    for r in left:
+        j = next((i for i, p in enumerate(rest)
+                  if len(p) == len(r) and all(_close(a, b, tol) for a, b in zip(r, p))), None)
+        if j is None:
+            missing.append(r)
+        else:
+            rest.pop(j)
+    return missing
+
+
+def order_columns(query: str, columns) -> list:
+    """The output columns a query's top-level ORDER BY names (by name or position)."""
+    import sqlglot
+    from sqlglot import exp
+    tree = sqlglot.parse_one(query, read="spark")
+    order = tree.args.get("order")
+    out = []
+    for item in (order.expressions if order is not None else []):
+        node = item.this
+        if isinstance(node, exp.Literal):
+            out.append(columns[int(node.this) - 1])
+        else:
+            assert isinstance(node, exp.Column), f"order by an output column: {node.sql()}"
+            out.append(next(c for c in columns if c.lower() == node.name.lower()))
+    return out
+
+
+def unlimited(query: str) -> str:
+    """The query without its top-level ORDER BY / LIMIT / OFFSET."""
+    import sqlglot
+    tree = sqlglot.parse_one(query, read="spark")
+    for key in ("order", "limit", "offset"):
+        tree.set(key, None)
+    return tree.sql(dialect="spark")
+
+
+def assert_top_n_matches(spark, view: str, query: str, engine: bool = True):
+    """A view with ORDER BY ... LIMIT equals Spark's answer modulo ties: as many rows, the
+    multiset of their ORDER BY keys equal to that of Spark's rows, and each row a row of the
+    query without LIMIT (Spark breaks ties arbitrarily, Viewlet by the output columns)."""
+    if engine:
+        assert_ran_on_test_engine(spark, view)
+    actual = spark.sql(f"SELECT * FROM {view}")
+    expected = spark.sql(query)
+    assert actual.columns == expected.columns
+    assert [f.dataType for f in actual.schema.fields] == [f.dataType for f in expected.schema.fields]
+    got = [tuple(r) for r in actual.collect()]
+    want = [tuple(r) for r in expected.collect()]
+    assert len(got) == len(want), f"{view}: {len(got)} rows, Spark has {len(want)}:\n{got}\n{want}"
+    keys = [expected.columns.index(c) for c in order_columns(query, expected.columns)]
+    got_keys = sorted((tuple(r[i] for i in keys) for r in got), key=lambda t: [_key(v) for v in t])
+    want_keys = sorted((tuple(r[i] for i in keys) for r in want), key=lambda t: [_key(v) for v in t])
+    assert all(len(a) == len(b) and all(_close(x, y, DOUBLE_TOLERANCE) for x, y in zip(a, b))
+               for a, b in zip(got_keys, want_keys)), \
+        f"{view}: ORDER BY keys {got_keys}, Spark's {want_keys}"
+    everything = [tuple(r) for r in spark.sql(unlimited(query)).collect()]
+    missing = _contained(got, everything, DOUBLE_TOLERANCE)
+    assert not missing, f"{view}: rows not in the query's result: {missing}"
+
+
+def has_limit(query: str) -> bool:
+    import sqlglot
+    return sqlglot.parse_one(query, read="spark").args.get("limit") is not None
+
+
+def assert_matches(spark, view: str, query: str, engine: bool = True):
+    """assert_view_matches, or assert_top_n_matches for a query with LIMIT."""
+    check = assert_top_n_matches if has_limit(query) else assert_view_matches
+    check(spark, view, query, engine)

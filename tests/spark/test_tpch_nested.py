@@ -1,6 +1,7 @@
 """TPC-H views with nested queries against the Spark oracle: TPC-H as Delta tables, the TPC-H
 update stream (inserts, deletes of old orders with their lineitems, in-place updates); after
-every batch each view equals Spark's evaluation of its defining query.
+every batch each view equals Spark's evaluation of its defining query (modulo ties at the
+LIMIT for the official texts with ORDER BY ... LIMIT: Q2, Q3, Q10, Q18, Q21).
 
 Every shipped TPC-H view runs by default: the nested variants of the papers and the queries
 whose maps stay small at SF 0.01, the rest (wide joins whose higher-order maps are products of
@@ -17,7 +18,7 @@ import viewlet
 
 from viewlet.demo import load_query
 
-from .oracle import assert_view_matches
+from .oracle import assert_matches
 
 # at SF 0.01: the papers' nested variants and the queries whose maps stay near the tables' size
 DEFAULT = ["q18a", "q17a", "q22a", "q20", "q4", "q17", "q22", "q13", "q15"]
@@ -61,11 +62,11 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_bases, tmp_path, name, scale
     view = f"tpch_{name}"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
     try:
-        assert_view_matches(spark, view, query)
+        assert_matches(spark, view, query)
         for _ in range(BATCHES):
             stream.apply(stream.next_batch(200))
             spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            assert_view_matches(spark, view, query)
+            assert_matches(spark, view, query)
             if name in LOOKUP_ONLY and scale == SMALL_SCALE:   # tiny: a batch touches every key
                 # (a lookup may find every row of a map of a few rows: Q20's forest parts)
                 reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])

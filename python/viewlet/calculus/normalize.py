@@ -293,8 +293,8 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
                 return None
             # x := e with x = y stays a test: one name would make it `y <=> e`, and SQL `=`
             # never matches NULL (x := y itself is inlined first, then x = y may unify).
-            if any(isinstance(o, Lift) and o.var in (a, b) for o in atoms):
-                return None
+            if any(isinstance(o, (Lift, Nested)) and o.var in (a, b) for o in atoms):
+                return None             # (a nested aggregate x := Q is such an assignment)
             # a GROUP BY group's key joins with <=> (NULL is a group): x = y stays a test
             if any(isinstance(o, Groups) and {a, b} & set(o.vars) for o in atoms):
                 return None

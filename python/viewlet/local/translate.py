@@ -620,10 +620,28 @@ class Translator:
 
     def _e_Window(self, node, scope):
         func = node.this
-        if not isinstance(func, exp.Sum):
+        if isinstance(func, (exp.RowNumber, exp.Rank, exp.DenseRank)):
+            _check_args(func)
+            call, out, cast = type(func)(), T.INT, True     # DuckDB: BIGINT; Spark: int
+        elif isinstance(func, exp.Sum):
+            value, t = self._agg_arg(func, scope)
+            call, out, cast = exp.Sum(this=value), T.sum_type(t), True
+        elif isinstance(func, exp.Count):
+            _check_args(func)
+            call, t = self._e_Count(func, scope)
+            out, cast = T.BIGINT, False
+        elif isinstance(func, (exp.Min, exp.Max)):
+            value, t = self._agg_arg(func, scope)
+            if not (t.is_numeric or t in (T.STRING, T.DATE, T.BOOLEAN) or t.is_null):
+                raise NotLocal(f"window {type(func).__name__.upper()} of {t.spark_sql()}")
+            call, out, cast = type(func)(this=value), t, False
+        else:
             raise NotLocal(f"window function {type(func).__name__}")
-        value, t = self._agg_arg(func, scope)
-        out = T.sum_type(t)
+        window = self._window_over(node, scope, call)
+        return (_cast(window, out) if cast else window), out
+
+    def _window_over(self, node, scope, call):
+        """`call` OVER the node's window, NULL ordering and frame as Spark means them."""
         partition = [self.expr(p, scope)[0] for p in node.args.get("partition_by") or []]
         order = node.args.get("order")
         ordered = []
@@ -635,10 +653,28 @@ class Translator:
                 nulls_first = not desc              # Spark: NULLs are the smallest values
             ordered.append(exp.Ordered(this=key, desc=desc, nulls_first=nulls_first))
         spec = node.args.get("spec")
-        window = exp.Window(this=exp.Sum(this=value), partition_by=partition or None,
-                            order=exp.Order(expressions=ordered) if ordered else None,
-                            spec=spec.copy() if spec is not None else None)
-        return _cast(window, out), out
+        if spec is not None:
+            _frame(spec)
+        return exp.Window(this=call, partition_by=partition or None,
+                          order=exp.Order(expressions=ordered) if ordered else None,
+                          spec=spec.copy() if spec is not None else None)
+
+
+def _frame(spec: exp.WindowSpec) -> None:
+    """Frames both engines bound alike: ROWS with literal offsets, RANGE between UNBOUNDED
+    and CURRENT ROW (a RANGE offset compares values: types and rounding could differ)."""
+    _only(spec, {"kind", "start", "start_side", "end", "end_side"}, "window frame")
+    kind = str(spec.args.get("kind") or "").upper()
+    for bound in (spec.args.get("start"), spec.args.get("end")):
+        text = bound.upper() if isinstance(bound, str) else None
+        if text in ("UNBOUNDED", "CURRENT ROW") or bound is None:
+            continue
+        if kind == "ROWS" and isinstance(bound, exp.Literal) and not bound.is_string \
+                and bound.this.isdigit():
+            continue
+        raise NotLocal(f"window frame {spec.sql(dialect='spark')}")
+    if kind not in ("ROWS", "RANGE"):
+        raise NotLocal(f"window frame {spec.sql(dialect='spark')}")
 
 
 #: arguments a node may carry that the rewrite reads (or that do not change what Spark

@@ -58,7 +58,11 @@ def min_rows(spark) -> int:
 
 def reason_for(view, record: BatchRecord) -> Optional[str]:
     """Why this batch runs distributed, or None: the engine setting, or its changes'
-    size (estimated from the Delta log, before anything is read)."""
+    size (estimated from the Delta log, before anything is read). A top-N view or one with
+    window functions keeps its ordered rows or recomputes partitions in the driver: its
+    batches run on the Spark target instead (they still read the changes on Spark)."""
+    if view.top_n is not None or view.compiled.spec.window is not None:
+        return None
     mode = targets.setting(view)
     if mode == DISTRIBUTED:
         return "engine = 'distributed'"
@@ -473,7 +477,8 @@ def recompute(view, record: BatchRecord, txn, stats: Dict, frame: DataFrame) -> 
 def load_reason(ctx, options: Optional[Dict], base_rows: int) -> Optional[str]:
     """Why CREATE loads the maps on the executors, or None: the engine (view option or
     session setting) is 'distributed', or, under auto, the base tables hold more rows than
-    spark.viewlet.distributed.minChangeRows (Delta statistics)."""
+    spark.viewlet.distributed.minChangeRows (Delta statistics). The result of a top-N view
+    is still cut to its first rows in the driver (views.create_view)."""
     mode = (options or {}).get("engine") or \
         (targets.conf(ctx.spark, targets.ENGINE_CONF) or targets.AUTO).strip().lower()
     if mode == DISTRIBUTED:

@@ -46,6 +46,10 @@ class WarehouseLayout:
     def result_table(self, view_id: str) -> str:
         return join(self.view_dir(view_id), "result")
 
+    def ordered_table(self, view_id: str) -> str:
+        """A top-N view's first rows in its order (runtime/ordered.py)."""
+        return join(self.view_dir(view_id), "ordered")
+
     def manifest_table(self, view_id: str) -> str:
         return join(self.view_dir(view_id), "batches")
 

@@ -23,7 +23,8 @@ def result_sql_local(view) -> str:
     key = ("result_sql_local", ansi(view))
     cache = view.compiled.cache
     if key not in cache:
-        spec, layout = view.compiled.spec, view.spec["result"]
+        from .views import inner_layout
+        spec, layout = view.compiled.spec, inner_layout(view.spec)
         state = view.spec["view_map"]
         params = multiset_params(spec)
         text = result_rows_sql(spec, layout, view.spec["agg_types"], view.map_schema(state).keys,

@@ -248,6 +248,9 @@ def _blocker(view) -> Optional[str]:
             local_sql(view, phase)
         from .result_local import result_sql_local
         result_sql_local(view)
+        if view.compiled.spec.window is not None:
+            from .windowed import local_window_sql
+            local_window_sql(view)
     except NotLocal as e:
         return str(e)
     return None

@@ -26,7 +26,8 @@ from ..plan.batch import BatchPlan, build_plan
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import add_rows, pad_groups
 from ..spark.catalog_views import result_properties
-from . import chain, distributed, drift, faults, hot, initial_load, lease, maps, published
+from . import (chain, distributed, drift, faults, hot, initial_load, lease, maps, ordered,
+               published, windowed)
 from .catalog import Entry
 from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
@@ -37,7 +38,8 @@ from .result import multiset_params, result_rows_sql
 from .tables import bind_tables
 
 log = logging.getLogger("viewlet")
-OP = "__viewlet_op"
+OP = ordered.OP
+ORDERED = "__ordered"          # the ordered table's version in a batch record's map_versions
 
 
 @dataclass
@@ -134,6 +136,15 @@ class LoadedView:
         return self.ctx.layout.result_table(self.id)
 
     @property
+    def ordered_path(self) -> str:
+        return self.ctx.layout.ordered_table(self.id)
+
+    @property
+    def top_n(self):
+        """ORDER BY ... LIMIT of a top-N view (None otherwise, and at depth 0: recomputed)."""
+        return self.compiled.spec.top_n if self.compiled.depth != 0 else None
+
+    @property
     def manifest(self) -> Manifest:
         return Manifest(self.ctx.store, self.ctx.layout.manifest_table(self.id))
 
@@ -225,8 +236,15 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         output_types = _output_types(ctx, sql, frames, location_of)
         agg_types = _aggregate_types(ctx, compiled, frames, location_of)
         agg_types.update(_subquery_types(ctx, compiled, frames, location_of))
-        layout = result_layout(spec, output_types) if depth != 0 else \
-            dict(result_layout(spec, output_types), keys=[], hidden=[])
+        windows = spec.window is not None and depth != 0
+        if spec.window is not None and depth == 0:     # Spark recomputes the query
+            layout = windowed.plain_layout(output_types)
+        elif windows:           # the state's rows are the inner query's (runtime/windowed.py)
+            inner_types = _output_types(ctx, spec.window.inner_sql, frames, location_of)
+            layout = result_layout(spec, inner_types)
+        else:
+            layout = result_layout(spec, output_types) if depth != 0 else \
+                dict(result_layout(spec, output_types), keys=[], hidden=[])
         source = _SnapshotSource(ctx, draft, versions)
         maps_json: Dict[str, Dict] = {}
         parts: Dict[str, DataFrame] = {}
@@ -254,6 +272,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
         scale_out = distributed.load_reason(ctx, options, base_rows)
         scratch = ctx.layout.scratch_dir(view_id, "create")
+        top = spec.top_n if depth != 0 else None
         try:
             if scale_out is not None:
                 log.info("View %s: loading on the executors: %s", name, scale_out)
@@ -278,14 +297,32 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 read = _staged(ctx, kept_data, scratch)
             source.release()
             progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
-            result_frame = _initial_result(ctx, compiled, layout, agg_types, read, maps_json,
-                                           sql, frames, location_of)
+            rows = _initial_result(ctx, compiled, layout, agg_types, read, maps_json, sql,
+                                   frames, location_of)
+            inner = None
+            if windows:                # the window layer over the inner rows
+                inner = layout
+                state_types = maps_json[compiled.program.view_map]["key_types"]
+                layout = windowed.window_layout(spec, output_types, inner, state_types)
+                rows = rows.sparkSession.sql(windowed.window_sql(
+                    spec, inner, layout, windowed.inner_types(inner, state_types)), d=rows)
+            if top is not None:        # the first rows in the view's order (runtime/ordered.py)
+                keys = ordered.sort_keys(top, layout)
+                rows = rows.sparkSession.sql(ordered.prefilter_sql(
+                    "SELECT * FROM {d}", top, keys, _result_types(layout, maps_json, compiled)),
+                    d=rows)
             properties = result_properties(name, ctx.layout.catalog)
-            if scale_out is not None:
+            extra = {}
+            if scale_out is not None and top is None:
                 result_rows = distributed.create_result(ctx, ctx.layout.result_table(view_id),
-                                                        result_frame, txn, properties)
+                                                        rows, txn, properties)
             else:
-                result = frame_arrow(result_frame)
+                result = frame_arrow(rows)
+                if top is not None:
+                    first, complete = ordered.first_rows(result, top, keys)
+                    ctx.store.create(ctx.layout.ordered_table(view_id), first, txn=txn)
+                    result = ordered.visible(first, top)
+                    extra[ordered.STATS] = {"complete": complete, "rows": first.num_rows}
                 ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn,
                                  properties=properties)
                 result_rows = result.num_rows
@@ -296,7 +333,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
-                 "map_rows_changed": {}}
+                 "map_rows_changed": {}, **extra}
         if replacing is not None:
             stats["rebuilt"] = rebuild_reason or "REFRESH ... FULL"
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats, first_batch,
@@ -304,6 +341,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         entry = Entry(view_id, "view", name, view_dir, {
             "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
             "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
+            **({"inner": inner} if inner is not None else {}),
             "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
             "fused": compiled.fused, "in_filters": compiled.in_filters,
             **({"catalog_name": catalog_name} if catalog_name else {}),
@@ -492,6 +530,14 @@ def _initial_result(ctx, compiled, layout, agg_types, read: Dict[str, DataFrame]
         param: read[m] for m, param in multiset_params(compiled.spec).items()})
 
 
+def _result_types(layout: Dict, maps_json: Dict, compiled: CompiledView) -> Dict[str, str]:
+    """Spark type of each result-table column (hidden keys: their state key's)."""
+    types = {c["physical"]: c["type"] for c in layout["columns"]}
+    key_types = maps_json[compiled.program.view_map]["key_types"]
+    types.update({name: key_types[gi] for name, gi in layout["keys"] if name in layout["hidden"]})
+    return types
+
+
 def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
     """A global aggregate has one result row even over no input: pad a missing state row."""
     zeros = ", ".join(f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema_json["values"].items())
@@ -534,6 +580,8 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
                     "seconds": round(time.perf_counter() - t0, 3), "status": status}
         map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
         map_versions["__result"] = ctx.store.version(view.result_path)
+        if view.top_n is not None:
+            map_versions[ORDERED] = ctx.store.version(view.ordered_path)
         record = BatchRecord(manifest.next_planned(), "planned", ranges, map_versions, {})
         with lease.Lease(view, record.batch):    # written before the planned row is visible
             if not manifest.plan(record.batch, ranges, map_versions):
@@ -589,8 +637,9 @@ def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> 
         if TOO_MANY_ROWS not in str(e):
             raise
         store = view.ctx.store
+        paths = {"__result": view.result_path, ORDERED: view.ordered_path if view.top_n else None}
         written = [m for m, v in record.map_versions.items()
-                   if store.version(view.result_path if m == "__result" else view.map_path(m)) != v]
+                   if store.version(paths.get(m) or view.map_path(m)) != v]
         if not written:
             view.manifest.drop(record, TOO_MANY_ROWS)
         raise
@@ -626,11 +675,15 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     if scale_out is not None:
         return distributed.apply_batch(view, record, progress, previous, scale_out)
     deltas = run_triggers(view, record, stats, progress)
-    result = None
+    result = rewrite = None
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in _result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        result = _result_source(view, record, deltas, stats.get("engine") == "local", progress)
+        local = stats.get("engine") == "local"
+        if view.compiled.spec.window is not None:
+            result, rewrite = _window_source(view, record, deltas, local, progress)
+        else:
+            result = _result_source(view, record, deltas, local, progress)
         stats["seconds"]["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
@@ -661,14 +714,25 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
                                            previous.get("layout") or {}, progress)
     stats["seconds"]["compact"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if result is not None and result.num_rows:    # skipped when the table holds txn already
+    if view.top_n is not None:
+        stats[ordered.STATS] = ordered.stats_of(previous)
+        stats["result_rows_changed"] = 0
+        if result is not None and result.num_rows:
+            _apply_ordered(view, record, deltas, result, stats, txn, meta, progress)
+    elif rewrite is not None:                     # a window over every row: all rows anew
+        progress.step("rewriting the result table")
+        ctx.store.overwrite(view.result_path, rewrite, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
+        stats["result_rows_changed"] = rewrite.num_rows
+    elif result is not None and result.num_rows:  # skipped when the table holds txn already
         progress.step("merging the result table")
         keys = [name for name, _ in view.spec["result"]["keys"]]
         ctx.store.merge_replace(view.result_path, result, keys, OP, txn=txn, metadata=meta)
         faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
-    stats["result_rows_changed"] = 0 if result is None else \
-        pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
+    if view.top_n is None and rewrite is None:
+        stats["result_rows_changed"] = 0 if result is None else \
+            pc.sum(pc.equal(result.column(OP), "del")).as_py() or 0
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge_result"] = time.perf_counter() - t0
     return stats
@@ -745,7 +809,6 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     the delta) is built on the driver; Spark evaluates the output expressions over it (a
     projection of a local relation, unless multisets are aggregated or bag copies need a
     generator), with the multisets' batch-start rows of those groups plus their deltas."""
-    ctx = view.ctx
     state_name = view.spec["view_map"]
     schema = view.map_schema(state_name)
     delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
@@ -764,26 +827,11 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
         multisets[param] = pa.concat_tables(rows)
-    rows_sql, columns = result_sql(view)
+    _, columns = result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
-    ins = None
-    if local:
-        from .result_local import local_result_rows
-        from .targets import LOCAL_FAILURES
-        try:
-            ins = local_result_rows(view, new_state, multisets, out_schema)
-        except LOCAL_FAILURES as e:
-            log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
-    if ins is None:
-        if progress is not None:
-            progress.spark()
-        frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
-        df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, new_state), **frames)
-        # through Arrow, not Python rows: collect() gives timestamps as naive datetimes in
-        # the driver's local time zone, which Arrow would take for UTC
-        ins = frame_arrow(df).select(out_schema.names).cast(out_schema)
+    ins = _state_rows(view, new_state, multisets, local, progress)
     dels = {}
-    key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
+    key_of = {name: gi for name, gi in inner_layout(view.spec)["keys"]}
     for col in columns:
         field = out_schema.field(col)
         dels[col] = new_state.column(schema.keys[key_of[col]]).cast(field.type) if col in key_of \
@@ -794,12 +842,169 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
         dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
 
 
+def inner_layout(spec: Dict) -> Dict:
+    """The layout of the state's rows (the inner query's for a view with window functions,
+    whose result table holds the window layer's rows)."""
+    return spec.get("inner") or spec["result"]
+
+
+def _window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
+                   local: bool, progress: Progress):
+    """A windowed view's batch (runtime/windowed.py): (MERGE source replacing the rows of the
+    units the batch touched, None), or (None, every result row) when the window has one
+    unit."""
+    layout = view.spec["result"]
+    state_name = view.spec["view_map"]
+    schema = view.map_schema(state_name)
+    out_schema = _window_arrow_schema(view)
+    if not layout["unit"]:
+        state, multisets = _whole_state(view, record, deltas)
+        return None, _window_rows(view, state, multisets, local, progress, out_schema)
+    delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
+                             [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
+                              for m in _result_maps(view)[1:] if deltas.get(m) is not None])
+    unit_keys = [schema.keys[gi] for gi in layout["unit"]]
+    units = windowed.touched_units(delta_state, schema.keys, layout["unit"])
+    old = hot.rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
+    old = windowed.rows_in_units(old, unit_keys, units, unit_keys)
+    arrow = view.map_arrow_schema(state_name)
+    state = maps.sum_rows(pa.concat_tables([old.select(arrow.names).cast(arrow),
+                                            delta_state.select(arrow.names).cast(arrow)]),
+                          schema.keys, list(schema.values), _zero_columns(view, state_name))
+    multisets = {}
+    for name, param in multiset_params(view.compiled.spec).items():
+        ms_schema = view.map_arrow_schema(name)
+        group = view.map_schema(name).keys[:len(schema.keys)]
+        before = hot.rows_by_keys(view, name, record.map_versions[name], state, group)
+        rows = [before.select(ms_schema.names).cast(ms_schema)]
+        if deltas.get(name) is not None:
+            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
+        multisets[param] = pa.concat_tables(rows)
+    ins = _window_rows(view, state, multisets, local, progress, out_schema)
+    dels = windowed.deletes(units, unit_keys, layout, out_schema, OP)
+    source = pa.concat_tables([
+        ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())), dels])
+    return source, None
+
+
+def _window_rows(view, state, multisets, local, progress, out_schema) -> pa.Table:
+    """The window layer's rows over the inner rows of `state`'s groups."""
+    if local:
+        from .targets import LOCAL_FAILURES
+        try:
+            rows = _state_rows(view, state, multisets, True, progress)
+            return windowed.local_window_rows(view, rows, out_schema)
+        except LOCAL_FAILURES as e:
+            log.warning("View %s: window rows on Spark, the local target failed: %s", view.name, e)
+    rows = _state_rows(view, state, multisets, False, progress, windowed.spark_window_sql(view),
+                       out_schema)
+    return rows
+
+
+def _window_arrow_schema(view: LoadedView) -> pa.Schema:
+    cache = view.compiled.cache
+    if "window_arrow" not in cache:
+        layout = view.spec["result"]
+        cols = [(c["physical"], c["type"]) for c in layout["columns"]] + \
+            [(name, t) for (name, _), t in zip(layout["keys"], layout["unit_types"])]
+        cache["window_arrow"] = arrow_schema(StructType.fromDDL(
+            ", ".join(f"{q(c)} {t}" for c, t in cols)))
+    return cache["window_arrow"]
+
+
+def _state_rows(view: LoadedView, state: pa.Table, multisets: Dict[str, pa.Table], local: bool,
+                progress: Optional[Progress], wrap=None, wrapped_schema=None) -> pa.Table:
+    """The result rows of the groups in `state` (new state rows) given their multisets'
+    rows, on the local target when `local` (Spark if it fails), else on Spark; `wrap`:
+    Spark SQL over the rows query (`{d}`) the Spark target evaluates instead."""
+    ctx = view.ctx
+    rows_sql, columns = result_sql(view)
+    out_schema = _result_arrow_schema(view, columns)
+    if local:
+        from .result_local import local_result_rows
+        from .targets import LOCAL_FAILURES
+        try:
+            return local_result_rows(view, state, multisets, out_schema)
+        except LOCAL_FAILURES as e:
+            log.warning("View %s: result rows on Spark, the local target failed: %s", view.name, e)
+    if progress is not None:
+        progress.spark()
+    frames = {p: arrow_frame(ctx.spark, rows) for p, rows in multisets.items()}
+    df = ctx.spark.sql(rows_sql, s=arrow_frame(ctx.spark, state), **frames)
+    if wrap is not None:
+        df = ctx.spark.sql(wrap, d=df)
+    # through Arrow, not Python rows: collect() gives timestamps as naive datetimes in the
+    # driver's local time zone, which Arrow would take for UTC
+    schema = wrapped_schema or out_schema
+    return frame_arrow(df).select(schema.names).cast(schema)
+
+
+def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table]):
+    """The whole view state and multisets after the batch (their batch-start rows, from
+    memory when hot, plus the batch's deltas), for recomputing a top-N view's order."""
+    out = {}
+    for name in _result_maps(view):
+        schema, arrow = view.map_schema(name), view.map_arrow_schema(name)
+        version = record.map_versions[name]
+        in_memory = hot.hot_map(view, name, version)
+        rows = in_memory.all_rows() if in_memory is not None else \
+            view.ctx.store.read_files(view.ctx.store.snapshot(view.map_path(name), version))
+        parts = [rows.select(arrow.names).cast(arrow)]
+        if deltas.get(name) is not None:
+            parts.append(deltas[name].select(arrow.names).cast(arrow))
+        out[name] = maps.sum_rows(pa.concat_tables(parts), schema.keys, list(schema.values),
+                                  _zero_columns(view, name))
+    state = out.pop(view.spec["view_map"])
+    if inner_layout(view.spec)["global"] and state.num_rows == 0:     # one row, over no rows
+        state = pa.table({f.name: pa.array([0], f.type) for f in state.schema}, schema=state.schema)
+    params = multiset_params(view.compiled.spec)
+    return state, {params[name]: rows for name, rows in out.items()}
+
+
+def _apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Table, stats: Dict,
+                   txn, meta, progress: Progress):
+    """A top-N view's batch: the touched groups' rows (`source`, the MERGE source a view
+    without ORDER BY applies) replace theirs in the ordered table, recomputed from the whole
+    state only when deletes leave it short; the ordered and result tables are rewritten
+    when they changed (runtime/ordered.py)."""
+    ctx, top, layout = view.ctx, view.top_n, view.spec["result"]
+    keys = ordered.sort_keys(top, layout)
+    version = record.map_versions[ORDERED]
+    cached = view.compiled.cache.get(ORDERED)
+    old = cached[1] if cached is not None and cached[0] == version else \
+        ordered.sort_rows(ctx.store.read_arrow(view.ordered_path, version), keys)
+    old = old.select(source.schema.names[:-1]).cast(_result_arrow_schema(view, result_sql(view)[1]))
+    previous = stats[ordered.STATS]
+    table, complete, short = ordered.maintain(old, previous.get("complete", False), source, top,
+                                              keys, ordered.identity_columns(layout))
+    if short:
+        progress.step("recomputing the ordered rows from the view state")
+        state, multisets = _whole_state(view, record, deltas)
+        local = stats.get("engine") == "local"
+        rows = _state_rows(view, state, multisets, local, progress, None if local else
+                           ordered.prefilter_sql("SELECT * FROM {d}", top, keys, _result_types(
+                               layout, view.spec["maps"], view.compiled)))
+        table, complete = ordered.first_rows(rows, top, keys)
+    stats[ordered.STATS] = {"complete": complete, "rows": table.num_rows, "recomputed": short}
+    if table.equals(old):
+        return
+    progress.step("writing the ordered rows")
+    ctx.store.overwrite(view.ordered_path, table, txn=txn, metadata=meta)
+    shown, before = ordered.visible(table, top), ordered.visible(old, top)
+    if not shown.equals(before):
+        progress.step("writing the result table")
+        ctx.store.overwrite(view.result_path, shown, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
+        stats["result_rows_changed"] = shown.num_rows
+    view.compiled.cache[ORDERED] = (ctx.store.version(view.ordered_path), table)
+
+
 def result_sql(view: LoadedView):
     """SQL over `{s}` (the touched groups' new state) giving their result rows, and the
     result table's columns; built once per view."""
     cache = view.compiled.cache
     if "result_sql" not in cache:
-        layout = view.spec["result"]
+        layout = inner_layout(view.spec)
         schema = view.map_schema(view.spec["view_map"])
         rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
                                    schema.keys, COUNT_COLUMN,
@@ -812,8 +1017,9 @@ def result_sql(view: LoadedView):
 
 
 def result_schema(view: LoadedView, columns) -> StructType:
-    """The result table's columns (`columns`, from result_sql) with their Spark types."""
-    layout = view.spec["result"]
+    """The state rows' columns (`columns`, from result_sql) with their Spark types (the
+    result table's, but for a view with window functions: its inner query's)."""
+    layout = inner_layout(view.spec)
     schema = view.map_schema(view.spec["view_map"])
     types = {c["physical"]: c["type"] for c in layout["columns"]}
     key_of = {name: gi for name, gi in layout["keys"]}

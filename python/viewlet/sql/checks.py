@@ -18,6 +18,10 @@ _NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_time
 _NONDETERMINISTIC_WITHOUT_ARGS = {"unix_timestamp"}       # unix_timestamp(x) is a conversion
 
 
+_NESTED_ORDER = ("ORDER BY ... LIMIT is maintained on the view's own query only (top-N): move it "
+                 "there, or drop it from the subquery.")
+
+
 def position_of(node: Optional[exp.Expression]) -> Optional[int]:
     if node is None:
         return None
@@ -32,12 +36,12 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
     def fail(construct, node, detail=""):
         raise UnsupportedSQL(construct, detail, position_of(node), sql)
 
+    # the view's own ORDER BY / LIMIT are taken off before (sql/ordering.py): these are nested
     if tree.args.get("order") is not None:
-        fail("ORDER BY", tree.args["order"],
-             "A view is an unordered relation: order when you query it.")
+        fail("ORDER BY in a subquery", tree.args["order"], _NESTED_ORDER)
     if tree.args.get("limit") is not None or tree.args.get("offset") is not None:
-        fail("LIMIT/OFFSET", tree.args.get("limit") or tree.args.get("offset"),
-             "Apply the limit when you query the view.")
+        fail("LIMIT/OFFSET in a subquery", tree.args.get("limit") or tree.args.get("offset"),
+             _NESTED_ORDER)
     allowed = [tree.args.get("where"), tree.args.get("from_") or tree.args.get("from"),
                tree.args.get("having"), tree.args.get("group")] + \
         list(tree.args.get("joins") or []) + list(tree.expressions)
@@ -53,9 +57,15 @@ def reject_unsupported(tree: exp.Select, sql: str) -> None:
             fail("FILTER (WHERE ...) on an aggregate", node,
                  "Use SUM(CASE WHEN ... THEN x END) instead.")
         if isinstance(node, exp.Window):
-            fail("a window function (OVER)", node)
+            fail("a window function (OVER) here", node,
+                 "Window functions are maintained in the view's own SELECT list, or in a "
+                 "subquery in FROM that the view's query projects and filters; make a query "
+                 "that reads them otherwise a view over an incremental view with them.")
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
             fail(node.key.upper(), node)
+        if isinstance(node, exp.Lateral) and not node.args.get("view") \
+                and isinstance(node.this, exp.Subquery):
+            continue                  # LATERAL (SELECT ...): sql/lateral.py
         if isinstance(node, (exp.Lateral, exp.Unnest, exp.Explode, exp.Pivot, exp.TableSample)):
             fail(node.key.upper(), node)
         if isinstance(node, exp.Func):

@@ -26,11 +26,15 @@ from .collects import Collect, collect_aggregate, explicit_separators
 from .filters import rewrite_aggregate_filters
 from .grouping import grouping_call, grouping_sets, has_grouping_sets
 from .multisets import Multiset, ViewMultisets, multiset_aggregate
+from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
+from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
+from .ordering import TopN, split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
 from .suggest import did_you_mean
 from .syntax import sqlglot_error
+from .windows import WindowLayer, split_windows, resolve as resolve_windows
 from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
 from .tables import ColumnInfo, TableInfo, TableResolver
@@ -80,6 +84,11 @@ class ViewSpec:
     # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
     # (multiset, kind); the variable's value for a group is that aggregate of its multiset
     value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    # ORDER BY ... LIMIT of the query (sql/ordering.py): the result keeps those rows only
+    top_n: Optional[TopN] = None
+    # window functions (sql/windows.py): the state is the inner query's, the result the
+    # window layer's over its rows
+    window: Optional[WindowLayer] = None
 
 
 class _Instance:
@@ -108,6 +117,8 @@ class _Derived:
         self.vars: Dict[str, str] = {}
         self.lifts: List[Tuple[str, exp.Expression]] = []
         self.fixed_atoms: Optional[List] = None     # an aggregating subquery's atoms
+        self.lateral = False                        # LATERAL: reads earlier FROM items
+        self.lateral_inputs: List[str] = []         # the variables of those it reads
 
     def add(self, name: str, var: str, nullable: bool):
         if self.table.column(name) is not None:
@@ -283,8 +294,16 @@ class _Translator:
         except (ParseError, TokenError) as e:   # TokenError: an unterminated string or name
             raise sqlglot_error(self.sql, e) from None
         tree, _ = inline_ctes(tree, self.fail)
+        tree, order = split_order(tree, self.fail)
+        tree, windowed = split_windows(tree, self.fail)
         tree = rewrite_aggregate_filters(explicit_separators(tree), self.fail)
-        return self._translate_select(setops.as_select(tree, self.fail))
+        spec = self._translate_select(setops.as_select(tree, self.fail))
+        spec.window = resolve_windows(windowed, spec.outputs, self.fail)
+        if spec.window is not None and order is not None:
+            self.fail("ORDER BY ... LIMIT with window functions", order.order or tree,
+                      "Filter on a rank instead: WHERE rk <= n over RANK() OVER (ORDER BY ...).")
+        spec.top_n = resolve_order(order, [o.name for o in spec.outputs], self.fail)
+        return spec
 
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
@@ -308,7 +327,7 @@ class _Translator:
                 self.fail("an aggregate in WHERE or ON", agg, "Filter on aggregates with HAVING.")
         conds = self._unify(predicates)
         group_items = self._group_items(tree)
-        selects = self._expand_star(tree.expressions)
+        selects = inline_lateral_aliases(self._expand_star(tree.expressions), self._has_column)
         # Every column the query mentions becomes a variable of its table's atom.
         having = tree.args.get("having")
         for node in conds + group_items + selects + ([having.this] if having is not None else []):
@@ -328,6 +347,16 @@ class _Translator:
             return spec
         return self._spj_view(tree, selects, conds, distinct)
 
+    def _has_column(self, name: str) -> bool:
+        """Whether a FROM item of this query (or an enclosing one) has a column `name`."""
+        scope = self
+        while scope is not None:
+            if name.lower() in scope.using or any(i.table.column(name) is not None
+                                                  for i in scope.instances):
+                return True
+            scope = scope.outer
+        return False
+
     def _table_columns(self, table: exp.Table) -> List[str]:
         return [c.name for c in self.resolver.resolve([p.name for p in table.parts]).columns]
 
@@ -340,13 +369,16 @@ class _Translator:
             setops.add_set_operation(self, node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
             self._add_union(node)
+        elif is_lateral(node):                         # sql/lateral.py
+            self._add_derived(lateral_subquery(node, self.fail), lateral=True)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
                       "Only base tables and subqueries are supported in FROM so far.")
 
-    def _add_derived(self, node: exp.Subquery):
+    def _add_derived(self, node: exp.Subquery, lateral: bool = False):
         """A subquery in FROM without aggregation is inlined: its tables and conditions join
-        the enclosing query, its output columns are its expressions' variables."""
+        the enclosing query, its output columns are its expressions' variables. `lateral`:
+        it may read the columns of the FROM items before it (sql/lateral.py)."""
         select = node.this
         alias = node.alias_or_name
         if not alias:
@@ -360,7 +392,11 @@ class _Translator:
                                                   alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
         child = _Translator(self.sql, self.resolver, outer=self)
-        child.outer = None                     # FROM subqueries are not correlated (no LATERAL)
+        correlated = lateral or self.outer is not None
+        if not lateral:
+            # not the FROM items beside it; inside a subquery, the enclosing queries' columns
+            # (as Spark allows): such a subquery is correlated like a LATERAL one
+            child.outer = self.outer
         from_ = select.args.get("from_") or select.args.get("from")
         predicates: List[exp.Expression] = []
         if from_ is not None:
@@ -375,11 +411,14 @@ class _Translator:
                 if not isinstance(col.this, exp.Star):
                     child.column_var(col)
         derived = _Derived(alias, child, conds)
+        derived.lateral = correlated
         if distinct and not aggregating:
             self._distinct_derived(select, child, conds, derived)
             aggregating = True
         elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
+        if correlated and not aggregating:     # the FROM items' columns it reads
+            derived.lateral_inputs = correlation(self, child._base_atoms(conds))
         if aggregating:
             self._column_aliases(derived, node)
             if any(i.alias.lower() == alias.lower() for i in self.instances):
@@ -471,10 +510,16 @@ class _Translator:
         group_vars = tuple(dict.fromkeys(child.find(k) for k in keys))
         self.group_keys.update(group_vars)
         atoms = []
+        corr = correlation(self, base) if getattr(derived, "lateral", False) else []
+        derived.lateral_inputs = corr
         if group_vars:
+            check_grouped(self, base, corr, node)
             atoms.append(Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
-                                          group=group_vars)))
-        sub = SubqueryTranslator(self, inputs=group_vars, null_safe=True)
+                                          group=group_vars + tuple(corr))))
+            atoms += not_null_guards(base, corr)
+        # a global aggregate is one row per correlation value: SQL's `=` on its inputs
+        sub = SubqueryTranslator(self, inputs=group_vars + tuple(corr),
+                                 null_safe=bool(group_vars))
         for item in select.expressions:
             name = item.alias_or_name
             inner = item.this if isinstance(item, exp.Alias) else item
@@ -696,7 +741,10 @@ class _Translator:
         grouped_subqueries = set()             # GROUP BY items with subqueries: not keys
         for node in selects + group_items:
             for sub in subquery_nodes(node):
-                values.placeholder(sub)
+                if not _inside_aggregate(sub, node):
+                    values.placeholder(sub)
+                else:                     # a per-row value (_aggregate): translated first too
+                    self._row_subquery(sub)
         for sub in subquery_nodes(having.this) if having is not None else []:
             values.placeholder(sub, value=False)
         for g in group_items:
@@ -808,12 +856,14 @@ class _Translator:
         key = node.sql(dialect="spark")
         if key in agg_by_sql:
             return agg_by_sql[key]
-        if has_subquery(node):
-            self.fail("a subquery inside an aggregate", node,
-                      "Subqueries are supported in WHERE, FROM, and outside aggregates in SELECT "
-                      "and HAVING.")
-        if any(isinstance(n, exp.AggFunc) for n in node.walk() if n is not node):
+        if any(isinstance(n, exp.AggFunc) for n in outer_nodes(node) if n is not node):
             self.fail("an aggregate nested in another aggregate", node)
+        if has_subquery(node):
+            # a subquery in the argument is a value per row: nested aggregates bound next to
+            # the rows of this aggregate's state columns, the argument reads their variables
+            node, extra = self._row_subqueries(node)
+            base = base + extra
+            multisets = multisets.with_rows(extra)
         idx = len(aggregates)
         placeholder = f"__agg_{idx}"
         collected = collect_aggregate(node, self.fail)
@@ -859,6 +909,35 @@ class _Translator:
         aggregates.append(spec)
         return spec
 
+    def _row_subqueries(self, node: exp.Expression):
+        """An aggregate whose argument has subqueries, each replaced by a variable bound per
+        row to its value (`x := value over nested aggregates`), and the atoms binding them."""
+        from .joins import VAR_QUALIFIER
+        node = node.copy()
+        atoms: List = []
+        for sub in list(subquery_nodes(node)):
+            var, bound = self._row_subquery(sub)
+            atoms += [a for a in bound if a not in atoms]
+            sub.replace(exp.column(var, table=VAR_QUALIFIER))
+        return node, atoms
+
+    def _row_subquery(self, sub: exp.Expression):
+        """(variable, atoms binding it) of a subquery whose value is taken per row, one per
+        subquery text; translated before the query's tables become atoms, so that its
+        correlated columns are variables of theirs."""
+        from .subqueries import SubqueryTranslator
+        cache = self.__dict__.setdefault("_row_values", {})
+        key = sub.sql(dialect="spark")
+        if key not in cache:
+            translator = SubqueryTranslator(self)
+            value = translator.value(sub)
+            var = self.fresh("sqv")
+            self.parent[var] = var
+            self.nullable[var] = True
+            self.assigned.add(var)
+            cache[key] = (var, translator.atoms + [Lift(var, Scalar(value))])
+        return cache[key]
+
     def _spj_view(self, tree, selects, conds, distinct: bool = False) -> ViewSpec:
         """A view without aggregates is a bag: state keys are the output values, the state
         counts each distinct output row, and the result holds that many copies (one with
@@ -866,12 +945,16 @@ class _Translator:
         group_vars: List[str] = []
         lifts = []
         outputs = []
+        read_beside: List[str] = []
         values = SubqueryValues(self)
         for s in selects:
             inner = s.this if isinstance(s, exp.Alias) else s
             name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
             if has_subquery(inner):
                 outputs.append(OutputColumn(name, Scalar(values.expression(inner))))
+                # columns read beside the subquery (`r.b = (SELECT ...)`): hidden state keys
+                read_beside += [self.column_var(c) for c in outer_columns(inner)
+                                if not isinstance(c.this, exp.Star)]
                 continue
             sc = self.to_scalar(inner)
             if sc.is_var():
@@ -884,6 +967,7 @@ class _Translator:
             outputs.append(OutputColumn(name, Scalar.var(var)))
         # the subqueries' inputs are (hidden) keys: their values are functions of the key
         group_vars += [v for v in sorted(values.outer_vars()) if v not in group_vars]
+        group_vars += [v for v in dict.fromkeys(read_beside) if v not in group_vars]
         state = _StateColumns(self, group_vars)
         base = self._base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])
@@ -938,6 +1022,16 @@ def _rename(expr, mapping):
     if isinstance(expr, Mul):
         return Mul(tuple(_rename(f, mapping) for f in expr.factors))
     return rename_atom(expr, mapping)
+
+
+def _inside_aggregate(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether `node` (within `root`) is an aggregate function's argument."""
+    node = node.parent
+    while node is not None and node is not root.parent:
+        if isinstance(node, exp.AggFunc):
+            return True
+        node = node.parent
+    return False
 
 
 def has_subquery(node: exp.Expression) -> bool:

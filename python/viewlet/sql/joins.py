@@ -88,6 +88,9 @@ def record_join(tr, join: exp.Join):
         tr.fail("a parenthesized join", join.this,
                 "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
     left_names = [e.alias_or_name for e in star_with_using(tr)] if natural else []
+    if how in ("right", "full") and isinstance(join.this, exp.Lateral):
+        tr.fail(f"{how.upper()} JOIN LATERAL", join,
+                "As in Spark: a LATERAL subquery joins with an inner, CROSS or LEFT join.")
     tr._add_source(join.this)
     record = Join(how, tr.instances[-1], join, join.args.get("on"))
     using = []
@@ -197,7 +200,11 @@ def _padding(tr, kept: List, kept_vars: set, other: List, other_vars: set, j: Jo
         (only_kept if cols <= kept_vars else rest).append(c)
     other_free = set().union(*(a.free_vars() for a in other)) | other_vars
     rest_atoms = [Cond(tr.to_scalar(c)) for c in rest]
-    inputs = tuple(sorted(set().union(*(a.free_vars() for a in rest_atoms)) - other_free))
+    # a LATERAL subquery's matches are counted per value of the columns it reads too
+    # (only LEFT joins a LATERAL subquery: it is the padded side `other`)
+    lateral = set(getattr(j.source, "lateral_inputs", None) or ())
+    inputs = tuple(sorted((set().union(*(a.free_vars() for a in rest_atoms)) - other_free)
+                          | lateral))
     body = other + rest_atoms
     count = tr.fresh("oj")
     nested = Nested(count, normalize(_product(body), group=inputs))

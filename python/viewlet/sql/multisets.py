@@ -104,6 +104,15 @@ class ViewMultisets:
             self._by_arg[key] = name
         return self._by_arg[key]
 
+    def with_rows(self, extra: List) -> "ViewMultisets":
+        """The same multisets over the rows times `extra` atoms (an aggregate whose argument
+        reads per-row subquery values, frontend._row_subqueries)."""
+        if not extra:
+            return self
+        view = ViewMultisets(self.tr, self.group, self.base + list(extra))
+        view.by_name, view._by_arg = self.by_name, self._by_arg
+        return view
+
     def add_query(self, query: Query) -> str:
         """A multiset given as its query, keyed by the view's group and a value (a subquery's
         in SELECT / HAVING, see sql/select_subqueries.py); equal queries share one."""

@@ -13,6 +13,11 @@ three-valued definition over three row counts of the subquery, each a scalar COU
 `x` moves into the subqueries, so its unqualified columns are first qualified with the
 enclosing query's table aliases (a subquery table with a column of the same name would
 capture them otherwise).
+
+An aggregating S with GROUP BY or HAVING has one row per group: it becomes a subquery in
+FROM of the counts, `SELECT COUNT(*) FROM (S with its item as y) AS q WHERE ...q.y...`, so
+the counts are counts of groups (`_over_groups`). A global aggregate has exactly one row:
+`x op ALL (S)` and `x op ANY (S)` are then `x op (S)`, a scalar subquery.
 """
 from __future__ import annotations
 
@@ -52,13 +57,16 @@ def _replace(node, sql, columns_of):
               "Compare with each value, or write the values as IN (...).")
     if len(select.expressions) != 1 or isinstance(select.expressions[0], exp.Star):
         _fail(sql, f"{kind} with a subquery not returning exactly one column", node)
-    if select.args.get("group") is not None or select.args.get("having") is not None or \
-            any(isinstance(n, exp.AggFunc) for n in select.expressions[0].walk()):
-        _fail(sql, f"{kind} with an aggregating subquery", node,
-              "Compare with a scalar subquery instead: x > (SELECT MAX(...) ...) is not "
-              "supported, x > ALL (SELECT y ...) over plain rows is.")
-    item = select.expressions[0]
-    y = item.this if isinstance(item, exp.Alias) else item
+    grouped = select.args.get("group") is not None or select.args.get("having") is not None
+    if not grouped and any(isinstance(n, exp.AggFunc) for n in select.expressions[0].walk()):
+        # a global aggregate has exactly one row: x op ALL / ANY of it is x op its value
+        node.replace(exp.Subquery(this=select.copy()))
+        return
+    if grouped:
+        select, y = _over_groups(select)
+    else:
+        item = select.expressions[0]
+        y = item.this if isinstance(item, exp.Alias) else item
     x = _qualified(cmp.this, cmp, columns_of)
 
     def count(extra: Optional[exp.Expression]) -> exp.Expression:
@@ -87,6 +95,25 @@ def _replace(node, sql, columns_of):
         default = exp.false()
     case = exp.Case(ifs=[exp.If(this=c, true=v) for c, v in arms], default=default)
     cmp.replace(exp.Paren(this=case))
+
+
+#: the aggregating subquery of a quantified comparison, as a subquery in FROM
+GROUPS_ALIAS, VALUE_ALIAS = "__viewlet_q", "__viewlet_y"
+
+
+def _over_groups(select: exp.Select):
+    """An aggregating subquery (GROUP BY, HAVING, or a global aggregate) as plain rows:
+    `SELECT q.y FROM (SELECT <its item> AS y ...) AS q`, one row per group. Its counts are
+    then counts of groups; correlated references inside it refer to the enclosing query,
+    which a subquery in FROM of a subquery may do (Spark and the front end alike)."""
+    inner = select.copy()
+    item = inner.expressions[0]
+    value = item.this if isinstance(item, exp.Alias) else item
+    inner.set("expressions", [exp.alias_(value.copy(), VALUE_ALIAS)])
+    y = exp.column(VALUE_ALIAS, table=GROUPS_ALIAS)
+    rows = exp.select(y.copy()).from_(exp.Subquery(
+        this=inner, alias=exp.TableAlias(this=exp.to_identifier(GROUPS_ALIAS))))
+    return rows, y
 
 
 def _qualified(x: exp.Expression, at: exp.Expression, columns_of) -> exp.Expression:
