@@ -50,7 +50,9 @@ class _NoCatalog:
 
 
 class _Offline:
-    """What LiveResolver needs from a context: a store and (maybe) a warehouse catalog."""
+    """What LiveResolver needs from a context: a store and (maybe) a warehouse catalog; no
+    Spark session, so no Spark catalog to look names up in."""
+    spark = None
 
     def __init__(self, warehouse: Optional[str]):
         self.store = DeltaRsStore()

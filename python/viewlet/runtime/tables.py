@@ -46,7 +46,7 @@ class LiveResolver:
         entry = self.ctx.catalog.find(name, "table") if len(parts) == 1 else None
         if entry is not None:
             return entry.location, name
-        location = delta_location(self.ctx.spark, parts)
+        location = delta_location(self.ctx.spark, parts) if self.ctx.spark is not None else None
         if location is not None:
             return location, name
         known = [e.name for e in self.ctx.catalog.entries()] if len(parts) == 1 else []
