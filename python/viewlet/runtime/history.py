@@ -112,7 +112,12 @@ def _engine(stats) -> str:
 
 def record_failure(ctx, name: str, error: BaseException):
     """Write a failed refresh of `name` into its history (never raises: the error the user
-    sees is the refresh's own)."""
+    sees is the refresh's own). A cancelled refresh (Ctrl-C) is not a failure: its planned
+    batch, if any, shows as planned and not committed."""
+    from . import cancel
+    token = cancel.current()
+    if isinstance(error, cancel.Cancelled) or (token is not None and token.cancelled):
+        return
     try:
         view = ctx.load(name)
         message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
