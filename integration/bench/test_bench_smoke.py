@@ -29,11 +29,11 @@ def _bench(*args, timeout=900):
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bench")
-    refused = tmp / "rollup.sql"
+    refused = tmp / "spread.sql"
     # over the order book: that workload's data, stream and baselines run too
-    refused.write_text("-- ROLLUP is refused at CREATE\n"
-                       "SELECT broker_id, SUM(volume) AS volume FROM bids "
-                       "GROUP BY ROLLUP(broker_id)\n")
+    refused.write_text("-- STDDEV(DISTINCT ...) is refused at CREATE\n"
+                       "SELECT broker_id, STDDEV(DISTINCT volume) AS spread FROM bids "
+                       "GROUP BY broker_id\n")
     out = tmp / "results"
     proc = _bench("--scale", "0.002", "--batch-sizes", "200", "--batches", str(BATCHES),
                   "--warmup", "0", "--views", ",".join(VIEWS) + f",{refused}",
@@ -60,13 +60,13 @@ def test_refused_view_is_reported_and_the_run_goes_on(smoke):
     results = json.loads((out / "results.json").read_text())
     status = {(v["view"], v["method"]): v["status"] for v in results["views"]}
     for depth in ("viewlet-ho", "viewlet-d1"):
-        assert status[("rollup", depth)].startswith("unsupported: ")
-        assert "ROLLUP" in status[("rollup", depth)]
+        assert status[("spread", depth)].startswith("unsupported: ")
+        assert "STDDEV(DISTINCT" in status[("spread", depth)]
     for v in VIEWS:
         for m in DEPTHS:
             assert status[(v, m)] == "created"
     # the refused view still has its recompute baselines, and no refresh rows
-    mine = [m for m in results["measurements"] if m["view"] == "rollup"]
+    mine = [m for m in results["measurements"] if m["view"] == "spread"]
     assert {m["workload"] for m in mine} == {"orderbook"}
     methods = {m["method"] for m in mine}
     assert "viewlet-ho" not in methods and {"spark", "duckdb"} <= methods

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import write_deltalake
 
+from tests.ops.children import read, wait_until
 from integration.shell.test_spark_sql_shell import (
     LAUNCH_TIMEOUT, SELECT_ROWS, TEST_ARGS, assert_clean, expected_rows, printed_rows,
     shell_env, view_sql)
@@ -23,19 +24,6 @@ from integration.shell.test_spark_sql_shell import (
 def append(table, keys, values):
     write_deltalake(table, pa.table({"k": pa.array(keys, pa.int64()),
                                      "v": pa.array(values, pa.int64())}), mode="append")
-
-
-def read(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""
-
-
-def wait_until(condition, proc, out: Path, err: Path, what: str, deadline: float):
-    while not condition():
-        if proc.poll() is not None:
-            raise AssertionError(f"the shell exited before {what}:\n{read(out)}\n"
-                                 f"{read(err)[-4000:]}")
-        assert time.monotonic() < deadline, f"never: {what}\n{read(err)[-4000:]}"
-        time.sleep(0.1)
 
 
 def test_ctrl_c_cancels_a_refresh_in_the_shell(tmp_path):
@@ -59,15 +47,16 @@ def test_ctrl_c_cancels_a_refresh_in_the_shell(tmp_path):
     deadline = time.monotonic() + LAUNCH_TIMEOUT
     try:
         send(f"{view_sql(table)};\nSELECT 'created';")
-        wait_until(lambda: "created" in read(out).split(), shell, out, err, "CREATE", deadline)
+        logs = [(out, err)]
+        wait_until(lambda: "created" in read(out).split(), [shell], logs, deadline, "CREATE")
         append(table, [2, 3], [6, 7])
         pause.touch()
         send("REFRESH INCREMENTAL VIEW totals;")
-        wait_until(lambda: Path(f"{pause}.reached").exists(), shell, out, err,
-                   "the batch's first map write", deadline)
+        wait_until(lambda: Path(f"{pause}.reached").exists(), [shell], logs, deadline,
+                   "the batch's first map write")
         os.killpg(shell.pid, signal.SIGINT)           # Ctrl-C in the shell's terminal
-        wait_until(lambda: "was cancelled" in read(err), shell, out, err, "the cancellation",
-                   deadline)
+        wait_until(lambda: "was cancelled" in read(err), [shell], logs, deadline,
+                   "the cancellation")
         pause.unlink()
         send("DESCRIBE INCREMENTAL VIEW totals HISTORY;")
         send("REFRESH INCREMENTAL VIEW totals;")

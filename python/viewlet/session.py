@@ -66,8 +66,10 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
     from .interrupts import install
     install()                          # Ctrl-C cancels a running Viewlet statement
+    from .runtime.published import publish_all, withdraw_temporary
+    if _current is not None and _current.spark is spark and _current.warehouse != ctx.warehouse:
+        withdraw_temporary(_current)   # the other warehouse's views leave this session
     _current = ctx
-    from .runtime.published import publish_all
     publish_all(ctx)          # an in-memory catalog of a new session has none of the views
     log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
     return ctx

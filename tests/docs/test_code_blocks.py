@@ -152,6 +152,10 @@ def _session_restored(spark):
         page_context = sessions._current
         if page_context is not None and page_context is not current:
             page_context.stop()
+            from viewlet.runtime.published import publish_all, withdraw_temporary
+            withdraw_temporary(page_context)      # the page's views leave the session
+            if current is not None:
+                publish_all(current)
         for key in [k for k in spark.conf.getAll if k.startswith("spark.viewlet.")]:
             if key not in settings:
                 spark.conf.unset(key)

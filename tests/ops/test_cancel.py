@@ -14,23 +14,15 @@ import time
 
 import pytest
 
+from tests.ops.children import read, wait_until
+
 CHILD = os.path.join(os.path.dirname(__file__), "cancel_child.py")
 TIMEOUT = 600
 
 
-def read(path) -> str:
-    with open(path, errors="replace") as f:
-        return f.read()
-
-
 def wait_for_file(path, proc, logs, deadline):
-    """Poll for a file the child writes when it reaches the point the test interrupts."""
-    while not os.path.exists(path):
-        if proc.poll() is not None:
-            raise AssertionError(f"the child exited before {path}:\n{read(logs[0])}\n"
-                                 f"{read(logs[1])[-4000:]}")
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+    """Until the child writes the file it writes where the test interrupts it."""
+    wait_until(lambda: os.path.exists(path), [proc], [logs], deadline, path)
 
 
 def test_ctrl_c_cancels_a_refresh(tmp_path):

@@ -28,5 +28,7 @@ def test_a_batch_larger_than_the_driver_heap_is_maintained_exactly(tmp_path):
     assert "spark.viewlet.distributed.minChangeRows" in facts["reason"], facts
     assert facts["view_rows"] > 1_000_000, facts
     assert facts["differences"] == 0, facts
-    assert facts["small_engine"] == "local", facts
+    # a small batch afterwards is not sent to the executors (its changes are few; which of
+    # the driver's targets runs it depends on the map rows it reads)
+    assert facts["small_engine"] in ("local", "spark"), facts
     assert facts["small_differences"] == 0, facts

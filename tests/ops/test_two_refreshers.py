@@ -14,23 +14,10 @@ from deltalake import write_deltalake
 
 from viewlet.runtime.lease import HOST, Holder
 
+from tests.ops.children import read, wait_until
+
 CHILD = os.path.join(os.path.dirname(__file__), "refresher_child.py")
 TIMEOUT = 600
-
-
-def read(path) -> str:
-    with open(path, errors="replace") as f:
-        return f.read()
-
-
-def wait_until(condition, procs, logs, deadline, what):
-    while not condition():
-        for proc, (out, err) in zip(procs, logs):
-            if proc.poll() is not None:
-                raise AssertionError(f"a child exited before {what}:\n{read(out)}\n"
-                                     f"{read(err)[-4000:]}")
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.05)
 
 
 def test_second_refresher_waits_and_a_killed_one_does_not_block(tmp_path):

@@ -23,10 +23,11 @@ def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, boo
 
 
 def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The snapshot's rows from every file that may hold one of `rows`' keys (a superset of
-    the matching rows: callers match keys exactly)."""
-    snap = store.snapshot(path, version)
-    return store.read_files(snap.restricted(key_lookups(rows, keys)))
+    """The snapshot's rows whose key columns hold values of `rows`' keys, column by column
+    (read_matching: a superset of the matching rows, callers match keys exactly). Not whole
+    files: a file an executor wrote may span most of the key range, and its rows would all
+    reach the driver (and, on the Spark target, the JVM)."""
+    return read_matching(store, store.snapshot(path, version), key_lookups(rows, keys))
 
 
 #: files read (and filtered) at a time: the driver holds the matching rows, not the map

@@ -81,6 +81,17 @@ def withdraw(ctx, entry: Entry, result_location: str) -> None:
                     ".".join(parts), entry.name, e)
 
 
+def withdraw_temporary(ctx) -> None:
+    """Drop the temporary views `ctx` published (Viewlet enabled on another warehouse in
+    the same session); catalog tables stay, they belong to the metastore."""
+    if not catalog_views.publishes(ctx.spark):
+        return
+    for entry in ctx.catalog.entries("view"):
+        if catalog_parts(ctx, entry) is None and \
+                catalog_views.temporary_exists(ctx.spark, entry.name):
+            catalog_views.unregister_temporary(ctx.spark, entry.name)
+
+
 def publish_all(ctx) -> None:
     if not catalog_views.publishes(ctx.spark):
         return
