@@ -110,20 +110,16 @@ def sql_statements(text: str) -> List[str]:
         lines = [_PROMPT.sub("", line) if _PROMPT.match(line) else _CONTINUATION.sub("", line)
                  for line in lines]
     text = "\n".join(lines)
-    out, start, i, n = [], 0, 0, len(text)
+    from viewlet.ddl import strip_comments
+    code = strip_comments(text)          # comments blanked, positions kept
+    out, start, i, n = [], 0, 0, len(code)
     while i < n:
-        c = text[i]
+        c = code[i]
         if c in "'\"`":
             j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" and c != "`" else 1
+            while j < n and code[j] != c:
+                j += 2 if code[j] == "\\" and c != "`" else 1
             i = j + 1
-        elif text.startswith("--", i):
-            nl = text.find("\n", i)
-            i = n if nl < 0 else nl
-        elif text.startswith("/*", i):
-            close = text.find("*/", i + 2)
-            i = n if close < 0 else close + 2
         elif c == ";":
             out.append(text[start:i])
             start = i = i + 1
