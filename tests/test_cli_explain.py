@@ -14,7 +14,7 @@ PYTHON_DIR = ROOT / "python"
 if str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
 
-from viewlet import cli  # noqa: E402
+from viewlet.tools import cli
 
 TPCH = sorted((ROOT / "sql" / "tpch").glob("*.sql"))
 ORDERBOOK = sorted((ROOT / "sql" / "orderbook").glob("*.sql"))
@@ -87,7 +87,7 @@ def test_table_option_reads_the_delta_schema_without_java(tmp_path):
 
 
 def test_caches_option_shows_the_view_caches(capsys):
-    from viewlet import ddl
+    from viewlet.api import ddl
     from viewlet.errors import ViewletParseError
     cached = ROOT / "sql" / "orderbook" / "vwap_cached.sql"
     code, out, err = _explain(capsys, cached, "--schema", "orderbook")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from viewlet import ddl
+from viewlet.api import ddl
+from viewlet.frontend import lexical
 from viewlet.errors import ViewletParseError
 
 Q = "SELECT k, COUNT(*) AS n FROM t GROUP BY k"
@@ -74,7 +75,7 @@ def test_names_follow_spark(written, name):
     for text in (f"DROP INCREMENTAL VIEW {written}", f"CREATE INCREMENTAL VIEW {written} AS {Q}",
                  f"REFRESH MATERIALIZED VIEW {written} FULL"):
         assert ddl.parse(text).name == name
-    assert ddl.parse(f"DROP INCREMENTAL VIEW {ddl.quote_identifier(name)}").name == name
+    assert ddl.parse(f"DROP INCREMENTAL VIEW {lexical.quote_identifier(name)}").name == name
 
 
 @pytest.mark.parametrize("written, message", [
@@ -91,9 +92,9 @@ def test_names_spark_refuses(written, message):
 
 def test_quote_identifier_round_trips():
     for name in ("v", "select", "café", "a`b", "with space", "Sales"):
-        quoted = ddl.quote_identifier(name)
+        quoted = lexical.quote_identifier(name)
         assert ddl.parse(f"EXPLAIN INCREMENTAL VIEW {quoted}").name == name
-    assert ddl.quote_identifier("v") == "v" and ddl.quote_identifier("select") == "`select`"
+    assert lexical.quote_identifier("v") == "v" and lexical.quote_identifier("select") == "`select`"
 
 
 def test_change_data_feed_option():
@@ -105,7 +106,16 @@ def test_change_data_feed_option():
 
 def test_comments_are_blanked_outside_strings_and_names():
     text = "/* lead */ CREATE INCREMENTAL VIEW `a--b` AS SELECT '--not a comment' AS x -- tail"
-    blank = ddl.strip_comments(text)
+    blank = lexical.strip_comments(text)
     assert len(blank) == len(text) and "lead" not in blank and "tail" not in blank
     assert "'--not a comment'" in blank and "`a--b`" in blank
     assert ddl.parse(text).name == "a--b"
+
+
+def test_comments_nest_and_escaped_quotes_stay_inside_strings():
+    # Spark's bracketed comments nest; a backslash-escaped quote does not end a string.
+    text = "SELECT 'it\\'s -- here' AS s /* a /* b */ c */ FROM t WHERE s LIKE '%--%' -- end\nAND 1 = 1"
+    blank = lexical.strip_comments(text)
+    assert len(blank) == len(text) and blank.count("\n") == 1
+    assert " c */" not in blank and "end" not in blank
+    assert "'it\\'s -- here'" in blank and "'%--%'" in blank and blank.endswith("AND 1 = 1")

@@ -16,7 +16,7 @@ PYTHON_DIR = ROOT / "python"
 if str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
 
-from viewlet import cli, demo  # noqa: E402
+from viewlet.tools import cli, demo
 
 
 def _env(**extra):

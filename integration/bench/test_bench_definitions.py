@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from viewlet.bench import definitions
+from viewlet.tools.bench import definitions
 from viewlet.errors import ViewletError
 
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from viewlet import cli
-from viewlet.bench import report, runner
+from viewlet.tools import cli
+from viewlet.tools.bench import report, runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VIEWS = ("q1", "q3", "q6")

@@ -1,4 +1,4 @@
-"""viewlet.attach on its own: the refusals that need no Spark JVM."""
+"""viewlet.api.attach on its own: the refusals that need no Spark JVM."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from viewlet import attach
+from viewlet.api import attach
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_without_a_gateway_it_says_how_to_start_the_shell():
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env["PYTHONPATH"] = str(ROOT / "python")
-    res = subprocess.run([sys.executable, "-m", "viewlet.attach"], env=env,
+    res = subprocess.run([sys.executable, "-m", "viewlet.api.attach"], env=env,
                          stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == attach.EXIT_FAILED
-    assert res.stderr.startswith("viewlet.attach: no Spark JVM to attach to")
+    assert res.stderr.startswith("viewlet.api.attach: no Spark JVM to attach to")
     assert "`viewlet sql`" in res.stderr
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from viewlet import cli, shell
+from viewlet.tools import cli, shell
 from viewlet.jvm import EXTENSIONS_CLASS
 
 

@@ -204,7 +204,7 @@ def test_attach_error_names_python_without_viewlet(place, tmp_path):
     res = subprocess.run(["bash", "-c", printed.stdout], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
     assert res.returncode != 0
-    assert f"'{python} -m viewlet.attach' (spark.viewlet.python) exited" in res.stderr
+    assert f"'{python} -m viewlet.api.attach' (spark.viewlet.python) exited" in res.stderr
     assert "Viewlet is not installed in that Python" in res.stderr
     assert "Set spark.viewlet.python to a Python where Viewlet is installed" in res.stderr
     assert_clean(res.stderr)

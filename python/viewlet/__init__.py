@@ -7,9 +7,10 @@
     spark.sql("REFRESH INCREMENTAL VIEW v")
     spark.sql("SELECT * FROM v")
 """
-from .errors import (NotEnabledError, TableNotFound, UnsupportedSQL, ViewletError,
+from .errors import (ChangeFeedError, ConcurrentUpdate, NotEnabledError, StatementInterrupted,
+                     TableNotFound, UnsupportedSQL, ViewAlreadyExists, ViewletError,
                      ViewletParseError, ViewNotFound)
-from .session import configure_spark, context, enable, register_table
+from .api.session import configure_spark, context, enable, register_table
 
 __version__ = "0.1.0"
 # Subpackages reachable as viewlet.<name> after `import viewlet` (imported on first use: the
@@ -24,4 +25,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'viewlet' has no attribute '{name}'")
 __all__ = ["configure_spark", "enable", "context", "register_table", "ViewletError",
            "UnsupportedSQL", "ViewletParseError", "TableNotFound", "ViewNotFound",
-           "NotEnabledError", "workloads"]
+           "NotEnabledError", "ViewAlreadyExists", "ChangeFeedError", "ConcurrentUpdate",
+           "StatementInterrupted", "workloads"]

@@ -1,7 +1,7 @@
-"""``python -m viewlet ...``: the same as the ``viewlet`` command (see viewlet.cli)."""
+"""``python -m viewlet ...``: the same as the ``viewlet`` command (see viewlet.tools.cli)."""
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

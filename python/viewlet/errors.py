@@ -1,10 +1,30 @@
-"""Errors users see. Each names the problem and, where there is one, the remedy."""
+"""Errors users see. Each names the problem and, where there is one, the remedy.
+
+The hierarchy is public (``viewlet.ViewletError`` and its subclasses, exported by the package):
+catch ``ViewletError`` for every refusal and failure Viewlet reports, or a subclass for one
+kind. ``kind`` is the category the JVM extension uses to map the error to Spark's
+(``AnalysisException``, ``ParseException``, ...), and ``position`` a character offset into the
+statement when the error points at one.
+"""
 from __future__ import annotations
 
 from typing import Optional
 
 
+class StatementInterrupted(KeyboardInterrupt):
+    """KeyboardInterrupt ending a `spark.sql` call whose Viewlet statement was cancelled
+    (Ctrl-C); the message says what the statement left. Not a ViewletError: like Ctrl-C in
+    Python, it ends the program unless caught as KeyboardInterrupt."""
+
+
 class ViewletError(Exception):
+    """Base of every error Viewlet raises for a statement or an API call.
+
+    Args:
+        message: what went wrong and, where there is one, the remedy.
+        position: offset of the offending text in the statement, if any.
+    """
+
     kind = "analysis"
 
     def __init__(self, message: str, position: Optional[int] = None):
@@ -14,6 +34,8 @@ class ViewletError(Exception):
 
 
 class ViewletParseError(ViewletError):
+    """A Viewlet statement (CREATE/DROP/REFRESH/... INCREMENTAL VIEW) that does not parse."""
+
     kind = "parse"
 
 
@@ -37,22 +59,32 @@ class UnsupportedSQL(ViewletError):
 
 
 class TableNotFound(ViewletError):
+    """A base table named by a view is not a Delta table Viewlet can find."""
+
     kind = "not_found"
 
 
 class ViewNotFound(ViewletError):
+    """No incremental view of that name in the warehouse."""
+
     kind = "not_found"
 
 
 class ViewAlreadyExists(ViewletError):
+    """CREATE of a name that is already an incremental view (use OR REPLACE or IF NOT EXISTS)."""
+
     kind = "exists"
 
 
 class ChangeFeedError(ViewletError):
+    """A base table's change data feed is off, or its history needed by a batch is vacuumed."""
+
     kind = "change_feed"
 
 
 class NotEnabledError(ViewletError):
+    """The session has no Viewlet: call ``viewlet.enable(spark)`` (or configure_spark)."""
+
     kind = "not_enabled"
 
 

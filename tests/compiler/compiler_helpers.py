@@ -5,11 +5,11 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from viewlet.calculus import show
 from viewlet.calculus.ir import MapRef, Rel
-from viewlet.compiler.canonical import canonicalize
+from viewlet.calculus.canonical import canonicalize
 from viewlet.compiler.hoivm import compile_view
 from viewlet.errors import TableNotFound
-from viewlet.sql.frontend import COUNT_COLUMN, translate
-from viewlet.sql.tables import ColumnInfo, TableInfo
+from viewlet.frontend.translator import COUNT_COLUMN, translate
+from viewlet.frontend.tables import ColumnInfo, TableInfo
 
 # name -> [(column, type, nullable)]
 TABLES: Dict[str, Sequence[Tuple[str, str, bool]]] = {

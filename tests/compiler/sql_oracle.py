@@ -1,6 +1,6 @@
 """A Spark-free oracle for the SQL front end: a view's rows computed from its translated state
 (the calculus queries evaluated by the reference evaluator, the result rows derived from the
-state as runtime/result.py does) against DuckDB running the view's SQL on the same rows.
+state as engine/result.py does) against DuckDB running the view's SQL on the same rows.
 
 Used for constructs whose semantics live in the translation (outer joins, DISTINCT, UNION,
 MIN / MAX and DISTINCT aggregates read from multisets):
@@ -15,12 +15,12 @@ from fractions import Fraction
 
 import duckdb
 
-from viewlet.calculus.evaluate import eval_scalar, evaluate, multiset_value
+from tests.reference.evaluate import eval_scalar, evaluate, multiset_value
 from viewlet.calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from viewlet.calculus.scalar import Scalar
 from viewlet.compiler.program import VALUE
-from viewlet.sql.frontend import COUNT_COLUMN
-from viewlet.sql.multisets import AVG_DISTINCT
+from viewlet.frontend.translator import COUNT_COLUMN
+from viewlet.frontend.multisets import AVG_DISTINCT
 
 _DUCK_TYPES = {"int": "INTEGER", "bigint": "BIGINT", "string": "VARCHAR", "date": "DATE"}
 
@@ -81,7 +81,7 @@ def group_rows(spec, state):
         for agg in spec.aggregates:
             binding[agg.placeholder] = _agg_value(agg, state, key, values_of)
         # subqueries in SELECT / HAVING: nested sums from state columns, nested MIN / MAX /
-        # DISTINCT aggregates from their multisets (runtime/result.py `_state_values`)
+        # DISTINCT aggregates from their multisets (engine/result.py `_state_values`)
         for var, column in spec.value_columns.items():
             binding[var] = state[column].get(key, 0)
         for var, (name, kind) in spec.value_multisets.items():

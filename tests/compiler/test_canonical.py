@@ -2,10 +2,10 @@
 import pytest
 
 from compiler_helpers import compile_sql, dump, query, rel
-from viewlet.calculus.evaluate import ProgramSimulator
+from tests.reference.evaluate import ProgramSimulator
 from viewlet.calculus.ir import Cond
 from viewlet.calculus.scalar import Scalar
-from viewlet.compiler.canonical import canonicalize
+from viewlet.calculus.canonical import canonicalize
 
 
 def test_equal_up_to_renaming():

@@ -167,7 +167,7 @@ def test_natural_join_is_rejected_or_joins_on_common_columns():
 
 
 def test_aggregate_filter_clause_is_rejected_or_applied():
-    from viewlet.calculus.evaluate import evaluate
+    from tests.reference.evaluate import evaluate
     try:
         spec = spec_of("SELECT r.a, SUM(r.b) FILTER (WHERE r.a > 1) FROM r GROUP BY r.a")
     except UnsupportedSQL:

@@ -1,4 +1,4 @@
-"""The reference evaluator (viewlet.calculus.evaluate): SQL NULL semantics, exact decimals,
+"""The reference evaluator (tests.reference.evaluate): SQL NULL semantics, exact decimals,
 batch/map atoms, and a cross-check of evaluate(front end) against SQLite on random data."""
 import random
 import sqlite3
@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from compiler_helpers import TABLES, spec_of
-from viewlet.calculus.evaluate import Env, ProgramSimulator, eval_scalar, evaluate, run_program
+from tests.reference.evaluate import Env, ProgramSimulator, eval_scalar, evaluate, run_program
 from viewlet.calculus.ir import Cond, Const, DeltaRel, Lift, MapRef, Monomial, Query, Rel, Value
 from viewlet.calculus.scalar import Scalar
 

@@ -8,9 +8,9 @@ from compiler_helpers import aux_maps, compile_sql, dump
 from test_randomized import check_equivalence
 from test_tpch import TABLES, load_query, tpch_row
 from viewlet.calculus.ir import Cond, MapRef, Value, walk_atoms
-from viewlet.compiler.canonical import canonicalize
+from viewlet.calculus.canonical import canonicalize
 from viewlet.compiler.hoivm import join_skeleton
-from viewlet.sql.frontend import COUNT_COLUMN
+from viewlet.frontend.translator import COUNT_COLUMN
 
 
 def _definitions(program):

@@ -14,7 +14,7 @@ from compiler_helpers import TABLES, compile_sql, dump, spec_of
 from sql_oracle import (assert_translation_equals_sql, duckdb_rows, group_rows, net,
                         program_state, rows_from_state)
 from test_randomized import random_batch
-from viewlet.calculus.evaluate import ProgramSimulator
+from tests.reference.evaluate import ProgramSimulator
 
 TYPED = dict(TABLES, u=[("k", "int", True), ("s", "string", True), ("d", "date", True)])
 _STRINGS = ["a", "b", "ab", "B", ""]
@@ -299,7 +299,7 @@ def test_a_subquery_of_a_kind_used_twice_is_one_nested_aggregate():
 
 
 def test_explain_names_the_kind():
-    from viewlet.explain import explain_program
+    from viewlet.api.explain import explain_program
     _, program = compile_sql("SELECT r.a, MIN(r.b) FROM r WHERE r.b = (SELECT MAX(s.c) FROM s "
                              "WHERE s.b = r.a) GROUP BY r.a", tables=TYPED)
     text = explain_program("v", "q", program)

@@ -118,7 +118,7 @@ def test_from_subquery_program_equals_reevaluation(name, depth):
 
 
 def test_explain_labels_each_statement_with_its_strategy():
-    from viewlet.explain import explain_program
+    from viewlet.api.explain import explain_program
     _, corr = compile_sql(SHAPES["scalar_eq_corr"])
     text = explain_program("v", SHAPES["scalar_eq_corr"], corr)
     # a batch of s touches some r.a values: only those are revisited
@@ -184,7 +184,7 @@ def test_a_shared_subquery_compiles_to_one_set_of_maps(name):
                 assert len(queries) == len(set(queries)), dump(program)
 
     def distinct_nested(prog):
-        from viewlet.compiler.canonical import canonicalize
+        from viewlet.calculus.canonical import canonicalize
         state = prog.maps[prog.view_map]
         return {canonicalize(a.query) for q in state.values.values() for a in walk_atoms(q)
                 if isinstance(a, Nested)}

@@ -80,7 +80,7 @@ def test_vwap_view_caches_keep_the_volume_above_each_price():
     statements read them per price instead of summing the volume-by-price map above each
     price (input-variable extraction, the default)."""
     from viewlet.calculus.ir import Groups, MapRef, Rel, walk_atoms
-    from viewlet.explain import explain_program
+    from viewlet.api.explain import explain_program
     query = load("vwap")
 
     def nested_reads(program):

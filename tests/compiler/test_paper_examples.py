@@ -9,7 +9,7 @@ from decimal import Decimal
 from compiler_helpers import (Q3_TABLES, aux_maps, compile_sql, dump, identify_maps, query,
                               reads_base, rel, statement_signatures)
 from viewlet.calculus.delta import delta
-from viewlet.calculus.evaluate import ProgramSimulator, evaluate
+from tests.reference.evaluate import ProgramSimulator, evaluate
 from viewlet.calculus.ir import Rel
 from viewlet.calculus.normalize import normalize
 from viewlet.compiler.program import VALUE

@@ -2,7 +2,7 @@
 
 For each query shape and depth, random batches of inserts and deletes (duplicate rows, NULLs,
 several relations in one batch, rows inserted and deleted in the same batch) run through the
-program under Viewlet's batch semantics (viewlet.calculus.evaluate.ProgramSimulator). After
+program under Viewlet's batch semantics (tests.reference.evaluate.ProgramSimulator). After
 every batch every view-state column, and every auxiliary map, must equal its defining query
 evaluated over the current relations. Seeded and deterministic.
 """
@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from compiler_helpers import Q3_TABLES, TABLES, compile_sql, dump
-from viewlet.calculus.evaluate import ProgramSimulator
+from tests.reference.evaluate import ProgramSimulator
 
 Q3 = ("select l.ordkey, o.sprior, sum(l.extprice) from customer c, orders o, lineitem l "
       "where c.custkey = o.custkey and l.ordkey = o.ordkey group by l.ordkey, o.sprior")

@@ -19,7 +19,7 @@ from chispa import assert_df_equality
 from pyspark.errors import AnalysisException
 
 import viewlet
-from viewlet.spark.io import arrow_frame
+from viewlet.engine.spark.io import arrow_frame
 from tests.spark.oracle import assert_view_matches
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -98,7 +98,7 @@ VIEWS = {
 def test_the_session_has_both_extensions_and_deltas_catalog(spark, vl):
     extensions = spark.conf.get("spark.sql.extensions").split(",")
     assert "io.delta.sql.DeltaSparkSessionExtension" in extensions
-    assert viewlet.session.EXTENSION in extensions
+    assert viewlet.api.session.EXTENSION in extensions
     assert spark.conf.get("spark.sql.catalog.spark_catalog").endswith("DeltaCatalog")
     spark.sql("CREATE TABLE IF NOT EXISTS probe (a INT) USING delta")
     spark.sql("INSERT INTO probe VALUES (1)")

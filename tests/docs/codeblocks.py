@@ -110,7 +110,7 @@ def sql_statements(text: str) -> List[str]:
         lines = [_PROMPT.sub("", line) if _PROMPT.match(line) else _CONTINUATION.sub("", line)
                  for line in lines]
     text = "\n".join(lines)
-    from viewlet.ddl import strip_comments
+    from viewlet.frontend.lexical import strip_comments
     code = strip_comments(text)          # comments blanked, positions kept
     out, start, i, n = [], 0, 0, len(code)
     while i < n:
@@ -130,5 +130,5 @@ def sql_statements(text: str) -> List[str]:
 
 
 def _code_of(statement: str) -> str:
-    from viewlet.ddl import strip_comments
+    from viewlet.frontend.lexical import strip_comments
     return strip_comments(statement).strip()

@@ -142,7 +142,7 @@ def _run_bash(block, scratch):
 def _session_restored(spark):
     """The page may enable Viewlet on another warehouse, change settings and start background
     refreshes: afterwards the test session is as before (handler, context, settings)."""
-    import viewlet.session as sessions
+    import viewlet.api.session as sessions
     bridge = getattr(spark._jvm, "io.viewlet.spark.ViewletBridge")
     handler, current = bridge.handler(), sessions._current
     settings = {k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.viewlet.")}
@@ -152,7 +152,7 @@ def _session_restored(spark):
         page_context = sessions._current
         if page_context is not None and page_context is not current:
             page_context.stop()
-            from viewlet.runtime.published import publish_all, withdraw_temporary
+            from viewlet.engine.published import publish_all, withdraw_temporary
             withdraw_temporary(page_context)      # the page's views leave the session
             if current is not None:
                 publish_all(current)

@@ -1,4 +1,4 @@
-"""HTML and text renderings of EXPLAIN / DESCRIBE (viewlet.display) on a real view."""
+"""HTML and text renderings of EXPLAIN / DESCRIBE (viewlet.api.display) on a real view."""
 from __future__ import annotations
 
 import re
@@ -9,7 +9,7 @@ from deltalake import write_deltalake
 
 import viewlet
 from tests.spark.oracle import explain_parts
-from viewlet.display import Description, Explanation
+from viewlet.api.display import Description, Explanation
 
 from .htmltree import Page
 

@@ -1,4 +1,4 @@
-"""Hot maps (viewlet.local.hotmaps) without Spark: lookups return every row of the looked-up
+"""Hot maps (viewlet.engine.local.hotmaps) without Spark: lookups return every row of the looked-up
 keys (NULL keys included when asked), deltas and folds keep each key's sum, the cache keeps
 only exact versions and stays within its budget."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import defaultdict
 import pyarrow as pa
 import pytest
 
-from viewlet.local.hotmaps import HotMap, HotMaps
+from viewlet.engine.local.hotmaps import HotMap, HotMaps
 
 SCHEMA = pa.schema([("k0", pa.int64()), ("k1", pa.date32()), ("k2", pa.string()),
                     ("__v", pa.int64()), ("v1", pa.decimal128(38, 2))])
@@ -79,7 +79,7 @@ def test_values_that_do_not_convert_give_a_superset():
 
 
 def test_folding_keeps_every_sum_and_drops_zero_rows(monkeypatch):
-    from viewlet.local import hotmaps
+    from viewlet.engine.local import hotmaps
     monkeypatch.setattr(hotmaps, "FOLD_MIN_ROWS", 100)
     rng = random.Random(5)
     base = _rows(rng, 200)

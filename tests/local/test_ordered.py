@@ -1,4 +1,4 @@
-"""The ordered table of top-N views (runtime/ordered.py) without Spark: random batches replace
+"""The ordered table of top-N views (engine/ordered.py) without Spark: random batches replace
 groups' rows (groups appear, change, vanish, bag rows with copies), and after each the table
 kept incrementally (recomputed from all rows only when `maintain` says it is short) equals the
 first rows of every row sorted in the view's order."""
@@ -10,8 +10,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from viewlet.runtime import ordered
-from viewlet.sql.ordering import SortItem, TopN
+from viewlet.engine import ordered
+from viewlet.frontend.ordering import SortItem, TopN
 
 OP = ordered.OP
 SCHEMA = pa.schema([("g", pa.int64()), ("x", pa.float64()), ("d", pa.decimal128(10, 2)),

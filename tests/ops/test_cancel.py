@@ -65,7 +65,7 @@ def test_ctrl_c_cancels_a_python_api_refresh(spark, vl, tmp_path, monkeypatch):
     from deltalake import write_deltalake
 
     from tests.spark.oracle import assert_view_matches
-    from viewlet.interrupts import StatementInterrupted
+    from viewlet.errors import StatementInterrupted
 
     table = str(tmp_path / "orders")
 

@@ -10,8 +10,8 @@ from chispa import assert_df_equality
 from deltalake import DeltaTable
 
 from viewlet.errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
-from viewlet.runtime.manifest import Manifest
-from viewlet.spark.io import read_table
+from viewlet.engine.manifest import Manifest
+from viewlet.engine.spark.io import read_table
 
 from tests.spark.oracle import assert_view_matches
 from tests.spark.workload import SCHEMAS, registered_workload

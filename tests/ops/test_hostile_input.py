@@ -92,7 +92,7 @@ def test_odd_quoted_view_names_stay_inside_the_warehouse(spark, vl, name):
     ("REFRESH INCREMENTAL VIEW v PARTIAL", 27),
 ])
 def test_malformed_ddl_is_a_parse_error_with_position(spark, vl, text, position):
-    from viewlet import ddl
+    from viewlet.api import ddl
     from viewlet.errors import ViewletParseError
     with pytest.raises(ViewletParseError) as err:
         ddl.parse(text)

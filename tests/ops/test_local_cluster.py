@@ -48,7 +48,7 @@ def test_oracle_subset_on_local_cluster(tmp_path):
 
 
 def test_file_uri_warehouse(spark, vl, tmp_path):   # vl: delta.`path` in the oracle
-    from viewlet.runtime.context import Viewlet
+    from viewlet.api.context import Viewlet
     work = Workload(str(tmp_path / "tables"), seed=31)
     ctx = Viewlet(spark, "file://" + str(tmp_path / "uri wh"))
     assert ctx.warehouse.startswith("file://")

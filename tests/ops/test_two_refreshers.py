@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from viewlet.runtime.lease import HOST, Holder
+from viewlet.engine.lease import HOST, Holder
 
 from tests.ops.children import read, wait_until
 
@@ -67,7 +67,7 @@ def test_second_refresher_waits_and_a_killed_one_does_not_block(tmp_path):
 
 
 def test_lease_liveness():
-    """What a waiter makes of a lease it reads (runtime/lease.py)."""
+    """What a waiter makes of a lease it reads (engine/lease.py)."""
     now = time.time()
 
     def holder(host, pid, age):

@@ -1,6 +1,6 @@
 """Incremental views as objects of Spark's catalog in a session without delta-spark (the
 embedded default): a temporary view over the result table, with DESCRIBE, DESCRIBE
-HISTORY, time travel and writes answered by Viewlet (relations.py, ViewletRelations.scala).
+HISTORY, time travel and writes answered by Viewlet (api/relations.py, ViewletRelations.scala).
 tests/delta/ checks the same SQL in a session with delta-spark."""
 from __future__ import annotations
 

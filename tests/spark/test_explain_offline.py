@@ -2,7 +2,7 @@
 the view exists: the offline compile sees the same tables and makes the same program."""
 from __future__ import annotations
 
-from viewlet import cli
+from viewlet.tools import cli
 from tests.spark.oracle import explain_parts
 from tests.spark.workload import registered_workload
 

@@ -1,9 +1,9 @@
-"""Maps hot in driver memory (local/hotmaps.py, runtime/hot.py) in real refreshes: batches
+"""Maps hot in driver memory (engine/local/hotmaps.py, engine/hot.py) in real refreshes: batches
 read them from memory, another writer of the same view makes a session read Delta again
 (never a stale map), and a bound too small for the maps leaves the view exact."""
 from __future__ import annotations
 
-from viewlet.runtime.context import Viewlet
+from viewlet.api.context import Viewlet
 
 from .oracle import assert_view_matches
 from .workload import registered_workload

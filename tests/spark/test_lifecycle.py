@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import AnalysisException, ParseException
 
-from viewlet.runtime import views as views_module
+from viewlet.engine import views as views_module
 
 from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload

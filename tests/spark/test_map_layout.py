@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors import ParseException
 
 from viewlet.plan import batch as plan_batch
-from viewlet.runtime import leaves, maps
+from viewlet.engine import leaves, maps
 
 from .oracle import assert_view_matches
 from .workload import registered_workload

@@ -1,5 +1,5 @@
 """MIN / MAX and COUNT / SUM / AVG(DISTINCT) against the Spark oracle: views whose results
-are read from per-group multisets (sql/multisets.py), nested aggregates of those kinds in
+are read from per-group multisets (frontend/multisets.py), nested aggregates of those kinds in
 WHERE / SELECT / HAVING subqueries, and a WITH clause, over NULL-heavy random batches with
 duplicate rows, deletes (of the current extremes too), updates that move values (the
 workload's updates write values no row had: new maxima) and groups that empty out.
@@ -116,7 +116,7 @@ def test_q15_ties_and_drops_to_the_maximum(spark, vl, tmp_path, depth):
     import pyarrow as pa
     import viewlet
     from deltalake import DeltaTable, write_deltalake
-    from viewlet.demo import load_query
+    from viewlet.tools.demo import load_query
 
     from .oracle import assert_view_matches
 

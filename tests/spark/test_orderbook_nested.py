@@ -18,8 +18,9 @@ BATCHES = {"mst": 2}
 
 def load(name: str):
     """(the file's SELECT, its WITH (...) clause or '') of a SELECT or CREATE statement file."""
-    from viewlet import ddl
-    text = " ".join(ddl.strip_comments((SQL_DIR / f"{name}.sql").read_text()).split())
+    from viewlet.api import ddl
+    from viewlet.frontend import lexical
+    text = " ".join(lexical.strip_comments((SQL_DIR / f"{name}.sql").read_text()).split())
     if text.upper().startswith("CREATE"):
         st = ddl.parse(text)
         with_ = text[text.upper().index(" WITH ") + 1:text.upper().index(" AS ")]

@@ -2,7 +2,7 @@
 Spark oracle, over random insert/delete/update batches with NULLs and duplicates.
 
 Spark 4.0 does not parse quantified comparisons: the oracle for them is Spark evaluating the
-query as Viewlet rewrites it (`sql/quantified.py`), and DuckDB, which implements them
+query as Viewlet rewrites it (`frontend/quantified.py`), and DuckDB, which implements them
 natively, checks that rewrite's three-valued results on the same table versions."""
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_output_subqueries_equal_recompute(spark, vl, tmp_path, shape):
 
 
 def _spark_text(query: str) -> str:
-    from viewlet.sql.quantified import rewrite_quantified
+    from viewlet.frontend.quantified import rewrite_quantified
     tree = sqlglot.parse_one(query, read="spark")
     return rewrite_quantified(tree, query, lambda t: SCHEMAS[t.name].names).sql(dialect="spark")
 

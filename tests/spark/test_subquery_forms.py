@@ -64,7 +64,7 @@ def test_quantified_over_aggregating_subqueries(spark, vl, tmp_path):
     import sqlglot
     from collections import Counter
     from deltalake import DeltaTable
-    from viewlet.sql.quantified import rewrite_quantified
+    from viewlet.frontend.quantified import rewrite_quantified
     from .workload import SCHEMAS
     work = registered_workload(spark, str(tmp_path), 31, rows=12, null_heavy=True)
     rewritten = rewrite_quantified(sqlglot.parse_one(QUANTIFIED, read="spark"), QUANTIFIED,

@@ -1,12 +1,12 @@
-"""Where batches run (runtime/targets.py): the engine option and setting, the cost rule, the
+"""Where batches run (engine/targets.py): the engine option and setting, the cost rule, the
 fallback of a failing local batch to Spark, views the local target refuses, and what
 HISTORY, EXPLAIN and DESCRIBE say about it. Every batch is checked against Spark."""
 from __future__ import annotations
 
 import pytest
 
-from viewlet.local import engine as local_engine
-from viewlet.runtime import targets
+from viewlet.engine.local import executor as local_engine
+from viewlet.engine import targets
 
 from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload

@@ -3,7 +3,7 @@ with duplicates: after every batch the view holds Spark's answer modulo ties (as
 the same multiset of ORDER BY keys, each a row of the query without LIMIT).
 
 The slack of the ordered table is cut to one row here, so that deletes often leave it short
-and batches take every path of runtime/ordered.py: rows replaced, new rows before and after
+and batches take every path of engine/ordered.py: rows replaced, new rows before and after
 the last row kept, the table complete or not, recomputed from the view state."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ BATCHES = 4
 
 @pytest.fixture
 def small_slack(monkeypatch):
-    from viewlet.runtime import ordered
+    from viewlet.engine import ordered
     monkeypatch.setattr(ordered, "SLACK_MAX", 1)
 
 
@@ -85,7 +85,7 @@ def test_deletes_below_the_limit_recompute_from_the_state(spark, vl, tmp_path, s
 
 
 def test_the_driver_sorts_as_spark_orders(spark):
-    """runtime/ordered.py sorts kept rows on the driver (Arrow) and relies on Spark's order:
+    """engine/ordered.py sorts kept rows on the driver (Arrow) and relies on Spark's order:
     NULLS FIRST / LAST, NaN above every number, -0.0 equal to 0.0, strings by their bytes,
     decimals and dates by value, in either direction."""
     import datetime
@@ -94,7 +94,7 @@ def test_the_driver_sorts_as_spark_orders(spark):
     from decimal import Decimal
 
     import pyarrow as pa
-    from viewlet.runtime import ordered
+    from viewlet.engine import ordered
     rng = random.Random(3)
     schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()),
                         ("d", pa.decimal128(10, 2)), ("t", pa.date32())])
@@ -105,7 +105,7 @@ def test_the_driver_sorts_as_spark_orders(spark):
              "t": rng.choice([None, datetime.date(1995, 3, 15), datetime.date(1970, 1, 1)])}
             for i in range(60)]
     table = pa.Table.from_pylist(rows, schema)
-    from viewlet.spark.io import arrow_frame
+    from viewlet.engine.spark.io import arrow_frame
     arrow_frame(spark, table).createOrReplaceTempView("vl_sort_probe")
     for _ in range(6):
         items = [(c, rng.random() < 0.5, rng.random() < 0.5) for c in rng.sample("xsdt", 4)]

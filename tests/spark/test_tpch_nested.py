@@ -16,7 +16,7 @@ import shutil
 import pytest
 import viewlet
 
-from viewlet.demo import load_query
+from viewlet.tools.demo import load_query
 
 from .oracle import assert_matches
 

@@ -1,4 +1,4 @@
-"""Views over incremental views (runtime/chain.py): after each REFRESH of the top view only,
+"""Views over incremental views (engine/chain.py): after each REFRESH of the top view only,
 every view of the chain equals Spark's recompute of its definition with its upstream
 definitions inlined as subqueries, over the same base-table versions; DROP, DESCRIBE, SHOW
 and REFRESH ... FULL of an upstream view."""
@@ -131,7 +131,7 @@ def test_dependency_order_and_cycle_guard():
     since a view reads only existing views; the guard stops a corrupted catalog)."""
     from types import SimpleNamespace
     from viewlet.errors import ViewletError
-    from viewlet.runtime import chain as graph
+    from viewlet.engine import chain as graph
 
     def ctx_of(reads):
         entries = [SimpleNamespace(name=n, spec={"refs": {u: {"id": u, "view": u} for u in ups}})

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from viewlet.runtime import maps
-from viewlet.runtime.keyed import add_rows, key_lookups, read_keys
+from viewlet.engine import maps
+from viewlet.engine.keyed import add_rows, key_lookups, read_keys
 from viewlet.storage.base import FileStats, Snapshot
 from viewlet.storage.deltars import DeltaRsStore
 
@@ -187,7 +187,7 @@ def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
 
 
 def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_path, monkeypatch):
-    from viewlet.runtime import keyed
+    from viewlet.engine import keyed
     monkeypatch.setattr(keyed, "FILES_PER_READ", 2)       # several chunks
     path = str(tmp_path / "m")
     keys = list(range(40)) + [None, None]

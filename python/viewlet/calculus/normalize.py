@@ -315,7 +315,7 @@ def _unifier(atom: Atom, atoms: List[Atom], keep: frozenset) -> Dict[str, str] |
 
 @functools.lru_cache(maxsize=4096)
 def _canonical(query: Query):
-    from ..compiler.canonical import canonicalize     # (compiler.canonical imports this module)
+    from .canonical import canonicalize
     return canonicalize(query)
 
 

@@ -21,7 +21,7 @@ from ..calculus.ir import (Cond, DeltaRel, Domain, Groups, Lift, MapRef, Monomia
                            Value, walk_atoms)
 from ..calculus.normalize import normalize, simplify
 from .caches import with_view_caches
-from .canonical import canonicalize
+from ..calculus.canonical import canonicalize
 from .program import VALUE, MapDef, Program, Statement
 
 

@@ -16,7 +16,7 @@ every value column, conditions that differ become CASE WHEN), each block is aggr
 its keys, and all blocks are collected in one packed result that the driver splits into map
 deltas (several, for phases too big for Catalyst to plan as one query). Spark runs a phase
 as `spark_sql()` with the leaves bound to DataFrames; the local target translates the same
-tree for DuckDB (local/translate.py) with the leaves bound to Arrow tables.
+tree for DuckDB (plan/local/translate.py) with the leaves bound to Arrow tables.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from sqlglot import exp
 
 from ..compiler.program import Program
 from .cse import ordered_ctes
-from ..spark.lower import (LEAF_PREFIX, AtomSource, LeafBuilder, Lookups, Select, Sql, SqlBuilder,
-                           freeze_lookups, monomial_select, q)
+from .lower import (LEAF_PREFIX, AtomSource, LeafBuilder, Lookups, Select, Sql, SqlBuilder,
+                    freeze_lookups, monomial_select, q)
 
 TAG = "__viewlet_part"
 

@@ -1,6 +1,6 @@
 """CTEs of a batch query: in dependency order, and how often each is read.
 
-Lowering names every subquery once per distinct text (spark/lower.py `LeafBuilder`), so a
+Lowering names every subquery once per distinct text (plan/lower.py `LeafBuilder`), so a
 subquery that several monomials read is one CTE read several times. The local target
 materializes the CTEs read more than once (DuckDB `AS MATERIALIZED`; it would inline them);
 Spark reuses the repeated exchanges it finds.

@@ -77,7 +77,7 @@ class Snapshot:
         columns = {}
         for c, (values, has_null) in lookups.items():
             field = self.schema.field(c) if c in self.schema.names else None
-            if field is None or not _prunable(field.type):
+            if field is None or not prunable(field.type):
                 continue
             try:
                 columns[c] = (sorted(values), has_null, pa.types.is_string(field.type))
@@ -118,7 +118,7 @@ class ChangeFile:
     rows: Optional[int] = None
 
 
-def _prunable(t: pa.DataType) -> bool:
+def prunable(t: pa.DataType) -> bool:
     # Floating point min/max ignore NaN and timestamps are truncated to milliseconds: not
     # safe to skip by; strings, integers, dates, decimals and booleans are.
     return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_decimal(t)
@@ -144,6 +144,13 @@ def _may_hold(st: FileStats, column: str, values, has_null: bool, is_string: boo
 
 
 class TableStore(ABC):
+    """Delta tables by path: what the engine reads and writes (delta-rs in deltars.py; a
+    delta-spark implementation fits behind the same methods)."""
+
+    def own(self, prefix: str) -> None:
+        """Tables under `prefix` are written only through Viewlet, never replaced by another
+        table at the same path: a store may skip checking them for replacement."""
+
     @abstractmethod
     def exists(self, path: str) -> bool: ...
 
@@ -338,7 +345,7 @@ class TableStore(ABC):
     def drop(self, path: str) -> None:
         """Delete a table Viewlet owns, files and log."""
 
-    # -- small files (refresh leases, runtime/lease.py) --------------------------------------
+    # -- small files (refresh leases, engine/lease.py) --------------------------------------
     @abstractmethod
     def put_text(self, path: str, text: str) -> None:
         """Write a small file whole: readers see the old content or the new, never a part."""

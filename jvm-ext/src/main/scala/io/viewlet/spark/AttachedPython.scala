@@ -24,7 +24,7 @@ object PythonChoice {
 }
 
 /**
- * One `python -m viewlet.attach` process and the Py4J server it connects to. Its output
+ * One `python -m viewlet.api.attach` process and the Py4J server it connects to. Its output
  * (stdout and stderr merged) is kept as a short tail for error messages until it is ready,
  * then passed on to this JVM's stderr. Its stdin stays open and unused: the Python side exits
  * when it reaches end of file, i.e. when this JVM is gone.
@@ -126,7 +126,7 @@ class AttachedPython private (
 
 object AttachedPython {
   val TailLines = 30
-  val Module = "viewlet.attach"
+  val Module = "viewlet.api.attach"
 
   /** Starts the gateway and the Python process; throws ViewletException if either cannot start. */
   def start(choice: PythonChoice, conf: SparkConf): AttachedPython = {
@@ -137,7 +137,7 @@ object AttachedPython {
     env.put("PYSPARK_GATEWAY_SECRET", server.secret)
     env.put("PYTHONUNBUFFERED", "YES")
     // Its stderr is a pipe to this JVM; whether this JVM's console is a terminal decides how
-    // Viewlet's progress shows (python/viewlet/runtime/console.py).
+    // Viewlet's progress shows (python/viewlet/engine/console.py).
     env.put("VIEWLET_STDERR_TTY", if (System.console() != null) "1" else "0")
     val process =
       try builder.start()
@@ -155,10 +155,11 @@ object AttachedPython {
 
   def failureMessage(choice: PythonChoice, reason: String, output: Seq[String]): String = {
     val text = output.mkString("\n")
-    def says(missing: String) = text.contains(s"No module named '$missing'")
+    // A module or any module under it, as Python names the first one it cannot find.
+    def says(missing: String) = text.contains(s"No module named '$missing")
     val hint =
-      if (says("viewlet.attach")) {
-        "The Viewlet installed in that Python is older than this jar (no viewlet.attach). "
+      if (says("viewlet.api")) {
+        "The Viewlet installed in that Python is older than this jar (no viewlet.api.attach). "
       } else if (says("viewlet")) "Viewlet is not installed in that Python. "
       else if (says("pyspark")) "PySpark is not installed in that Python. "
       else ""

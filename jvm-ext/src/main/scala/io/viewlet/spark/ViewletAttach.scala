@@ -10,7 +10,7 @@ import org.apache.spark.sql.SparkSession
  * none is registered: the spark-sql shell and the Thrift server have no Python process.
  *
  * As spark-submit runs Python apps (PythonRunner): Spark's Py4J server in this JVM, then
- * `python -m viewlet.attach` given its port and secret. The Python side wraps this JVM's
+ * `python -m viewlet.api.attach` given its port and secret. The Python side wraps this JVM's
  * SparkSession (session()) and calls viewlet.enable(spark); the handler registration ends the
  * wait. One attach per JVM: a lock serializes attempts and later callers find the handler.
  *
@@ -30,7 +30,7 @@ object ViewletAttach {
   @volatile private var current: AttachedPython = _
   @volatile private var resolutionMayAttach = true
 
-  /** The attach protocol this jar speaks; viewlet.attach checks it matches its own. */
+  /** The attach protocol this jar speaks; viewlet.api.attach checks it matches its own. */
   def protocolVersion(): Int = ProtocolVersion
 
   /** The session the attached Python wraps (called from Python during the attach). */

@@ -1,0 +1,181 @@
+"""Running a parsed Viewlet statement against a context: rows for Spark to return."""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from .ddl import OUTPUTS, Statement
+from ..errors import ViewletError
+from .explain import depth_text, describe_rows, explain_execution, explain_program
+from ..engine.catalog import Entry
+from ..engine.history import history_rows
+from ..engine.schedule import interval_text
+
+# Options of CREATE that make a view's definition (CREATE OR REFRESH compares them).
+DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")
+
+
+def run(ctx, st: Statement) -> List[Sequence]:
+    if st.kind == "create":
+        try:
+            r = _create(ctx, st)
+        except ViewletError as e:
+            if e.position is not None:  # positions in the query -> positions in the statement
+                e.position += st.query_offset
+            raise
+    elif st.kind == "drop":
+        r = ctx.drop_view(st.name, st.if_exists)
+    elif st.kind == "refresh":
+        r = ctx.refresh(st.name, full=st.options.get("full", False))
+    elif st.kind == "alter":
+        r = _alter(ctx, st)
+    elif st.kind == "show":
+        rows = []
+        for e in ctx.catalog.entries("view"):
+            view = ctx.load(e.name)
+            last = view.manifest.last_committed()
+            tables = ", ".join(t.display + (" (incremental view)" if t.view else "")
+                               for t in view.compiled.spec.tables.values())
+            mode, error = _refresh_state(ctx, e)
+            rows.append((e.name, depth_text(e.spec["depth"]), tables, last.batch, e.spec["sql"],
+                         mode, error))
+        return rows
+    elif st.kind == "describe":
+        return view_description(ctx, ctx.load(st.name))
+    elif st.kind == "history":
+        return history_rows(ctx.load(st.name), st.options.get("limit"))
+    elif st.kind == "explain":
+        return explain_rows(ctx.load(st.name))
+    else:
+        raise ValueError(st.kind)
+    return [tuple(r.get(name) for name, _ in OUTPUTS[st.kind])]
+
+
+def explain_rows(view) -> List[Sequence]:
+    """EXPLAIN's rows: one per line (as `.show()` and the shell print them), the trigger
+    program, a blank line, then where batches run."""
+    text = explain_program(view.name, view.spec["sql"], view.compiled.program,
+                           view.compiled.spec) + "\n\n" + \
+        explain_execution(view)
+    return [(line,) for line in text.split("\n")]
+
+
+def _create(ctx, st: Statement):
+    existing = ctx.catalog.find(st.name, "view")
+    if st.or_refresh and existing is not None:
+        r = _refresh_or_replace(ctx, existing, st)
+    else:
+        if st.or_replace:
+            ctx.drop_view(st.name, if_exists=True)
+        r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
+                            caches=st.options.get("caches", False),
+                            map_writes=st.options.get("map_writes", "append"),
+                            engine=st.options.get("engine"),
+                            enable_change_data_feed=st.options.get("enable_change_data_feed"))
+        if r.get("status") != "created":
+            return r
+    if "refresh" in st.options:
+        _set_refresh(ctx, st.name, st.options["refresh"])
+    return r
+
+
+def _refresh_or_replace(ctx, entry: Entry, st: Statement):
+    """CREATE OR REFRESH of an existing view: the same definition is refreshed (one batch);
+    a new one is rebuilt from the current data in place, keeping the view's history."""
+    from ..engine.rebuild import rebuild_view
+    wanted = {"depth": st.options.get("depth"), "caches": st.options.get("caches", False),
+              "map_writes": st.options.get("map_writes", "append"),
+              "engine": st.options.get("engine")}
+    have = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),
+            "map_writes": entry.spec.get("map_writes", "append"), "engine": entry.spec.get("engine")}
+    if " ".join(st.query.split()) == " ".join(entry.spec["sql"].split()) and wanted == have:
+        r = ctx.refresh(entry.name)
+        return {"view": entry.name, "status": r["status"], "maps": len(entry.spec["maps"]),
+                "rows": r["rows_changed"], "seconds": r["seconds"]}
+    changed = [k for k in DEFINITION_OPTIONS if wanted[k] != have[k]]
+    reason = "CREATE OR REFRESH with a new " + \
+        ("query" if " ".join(st.query.split()) != " ".join(entry.spec["sql"].split())
+         else "setting of " + ", ".join(changed))
+    r = rebuild_view(ctx, entry.name, reason=reason, definition=(st.query, wanted, st.options.get(
+        "enable_change_data_feed")))
+    return {"view": entry.name, "status": "replaced" + r["status"][len("rebuilt"):],
+            "maps": len(ctx.catalog.find(entry.name, "view").spec["maps"]),
+            "rows": r["rows_changed"], "seconds": r["seconds"]}
+
+
+def _alter(ctx, st: Statement):
+    """SET REFRESH ... / Databricks' ADD | ALTER | DROP SCHEDULE (which check that the view
+    has, or has not, a schedule, as Databricks does)."""
+    action = st.options.get("schedule")
+    if action is not None:
+        entry = ctx.catalog.find(st.name, "view")
+        if entry is None:
+            ctx.load(st.name)                   # raises the usual 'does not exist' error
+        scheduled = entry.spec.get("refresh") is not None
+        if action == "add" and scheduled:
+            raise ViewletError(f"Incremental view '{entry.name}' already has a schedule "
+                               f"({interval_text(entry.spec['refresh'])}): use ALTER SCHEDULE to "
+                               "change it.")
+        if action in ("alter", "drop") and not scheduled:
+            raise ViewletError(f"Incremental view '{entry.name}' has no schedule: use ADD "
+                               "SCHEDULE to give it one.")
+    return _set_refresh(ctx, st.name, st.options["refresh"])
+
+
+def _set_refresh(ctx, name, every):
+    """Record the view's refresh interval (None: manual) and start or stop it here."""
+    entry = ctx.catalog.find(name, "view")
+    if entry is None:
+        ctx.load(name)                     # raises the usual 'does not exist' error
+    spec = dict(entry.spec, refresh=every)
+    ctx.catalog.replace(entry, Entry(entry.id, entry.kind, entry.name, entry.location, spec))
+    if every is None:
+        ctx.stop(entry.name)
+    else:
+        ctx.start(entry.name)
+    return {"view": entry.name, "refresh": interval_text(every),
+            "status": "refreshing in this session" if every else "manual"}
+
+
+def _refresh_state(ctx, entry):
+    mode = interval_text(entry.spec.get("refresh"))
+    running = ctx._continuous is not None and ctx._continuous.running(entry.name)
+    status = ctx._continuous.status.get(entry.name.lower()) if running else None
+    if running:
+        mode += f" (running in this session, {status.batches} batch(es))"
+    return mode, status.last_error if status else None
+
+
+def view_description(ctx, view):
+    """DESCRIBE INCREMENTAL VIEW's rows: the view's definition, then its refresh state."""
+    mode, error = _refresh_state(ctx, view.entry)
+    return describe_rows(view) + [("refresh", "mode", mode), ("refresh", "last error", error or "")]
+
+
+_VERBS = {"create": "CREATE", "drop": "DROP", "refresh": "REFRESH", "alter": "ALTER",
+          "describe": "DESCRIBE", "history": "DESCRIBE", "explain": "EXPLAIN"}
+
+
+def title(st: Statement) -> str:
+    """The statement in a few words, for progress and cancellation messages."""
+    if st.kind == "show":
+        return "SHOW INCREMENTAL VIEWS"
+    return f"{_VERBS.get(st.kind, st.kind.upper())} INCREMENTAL VIEW {st.name}"
+
+
+def cancelled_message(ctx, st: Statement, reason) -> str:
+    """What a cancelled statement left: the same as a crash at that point, which the next
+    REFRESH repairs (engine/cancel.py)."""
+    head = f"{title(st)} was cancelled ({reason or 'cancelled'})."
+    if st.kind == "create":
+        return f"{head} Nothing was created."
+    if st.kind != "refresh":
+        return head
+    try:
+        latest = ctx.load(st.name).manifest.latest()
+    except Exception:  # noqa: BLE001 - the message must not fail
+        return head
+    if latest.phase == "planned":
+        return (f"{head} Nothing was half-applied: batch {latest.batch} is planned and not "
+                "committed, and the next REFRESH completes it with exactly its recorded inputs "
+                "(maps it already wrote are not written twice).")
+    return f"{head} The view is at batch {latest.batch}; no batch was left half-applied."

@@ -1,0 +1,212 @@
+"""EXPLAIN and DESCRIBE: the trigger program and a view's state, as text rows."""
+from __future__ import annotations
+
+import json
+from typing import List, Tuple
+
+from ..calculus.printer import show
+from ..compiler.program import Program
+from ..errors import ViewletError
+
+
+def depth_text(depth) -> str:
+    return {None: "unlimited (higher-order IVM)", 0: "0 (recompute)",
+            1: "1 (first-order IVM)"}.get(depth, f"{depth}")
+
+
+def explain_program(name: str, sql: str, program: Program, spec=None) -> str:
+    """`spec`: the front end's ViewSpec, for how the result is derived (ORDER BY / LIMIT)."""
+    lines = [f"Incremental view {name}", f"  depth: {depth_text(program.depth)}",
+             f"  query: {' '.join(sql.split())}", "", "Maps:"]
+    for m in program.maps.values():
+        role = "view state" if m.name == program.view_map else \
+            "multiset of the view state (MIN / MAX / DISTINCT)" if m.group_keys is not None \
+            else f"order-{m.level} delta map"
+        if m.cache:
+            role = f"view cache: order-{m.level} map of a nested query by its input variables"
+        lines.append(f"  {m.name}[{', '.join(m.keys)}]  ({role})")
+        for col, q in m.values.items():
+            label = "" if col == "__v" else f".{col}"
+            lines.append(f"    {m.name}{label} := {show(q)}")
+    lines += ["", "Triggers (one per base relation; statements read map versions from batch start):"]
+    for rel in program.relations():
+        stmts = program.statements_for(rel)
+        lines.append(f"  ON BATCH d{rel}:")
+        if not stmts:
+            lines.append("    (no statements)")
+        for i, s in enumerate(stmts, 1):
+            label = "" if s.column == "__v" else f".{s.column}"
+            op = ":=" if s.strategy == "reevaluate" else "+="
+            keys = ", ".join(s.rhs.group)
+            loops = _loop_vars(s)
+            loop = f"foreach {', '.join(loops)}: " if loops else ""
+            lines.append(f"    {i:02d} {loop}{s.target}{label}[{keys}] {op} {show(s.rhs)}"
+                         f"    -- {s.mode()}")
+        fused = program.targets_for(rel)
+        lines.append(f"    => {len(fused)} MERGE(s): {', '.join(fused)}")
+    if spec is not None:
+        lines += result_lines(spec, program.depth)
+    return "\n".join(lines)
+
+
+def result_lines(spec, depth) -> List[str]:
+    """How the result table follows from the view state beyond its groups' rows."""
+    lines: List[str] = []
+    if spec.window is not None:
+        from ..engine.windowed import describe
+        lines += describe(spec, depth)
+    top = spec.top_n
+    if top is None:
+        return lines
+    from ..engine.ordered import capacity
+    names = [o.name for o in spec.outputs]
+    lines += ["", "Result (ORDER BY / LIMIT):",
+             f"  top-N: {top.text(names)}; rows tied on the ORDER BY keys are ordered by every "
+             "output column (ascending, NULLs first), then the group keys"]
+    if depth == 0:
+        return lines + ["  every batch recomputes the query, ORDER BY and LIMIT included"]
+    cap = capacity(top)
+    return lines + [
+        f"  ordered table: the first {cap} rows of the query without ORDER BY / LIMIT, in that "
+        f"order ({top.wanted} wanted + {cap - top.wanted} slack); a batch replaces the rows of "
+        "the groups it touched and adds their new rows that sort before the last row kept "
+        "(all of them while the table holds every row)",
+        f"  recompute: only when deletes leave fewer than {top.wanted} rows while rows are "
+        "missing: the ordered rows are derived again from the whole view state",
+        f"  result table: rows {top.offset + 1}..{top.wanted} of the ordered table, rewritten "
+        "when they change; it is unordered, read it with SELECT * FROM view ORDER BY ..."]
+
+
+def explain_execution(view) -> str:
+    """EXPLAIN's second part: where batches run (engine/targets.py) and the batch plan
+    every target evaluates, for a batch that changes every relation."""
+    from ..engine import targets
+    from ..plan.lower import SUB_PREFIX
+    mode = targets.setting(view)
+    source = "view option engine" if view.spec.get("engine") else \
+        f"session setting {targets.ENGINE_CONF}" if mode != targets.AUTO else "default"
+    blocker = targets.local_blocker(view)
+    lines = ["Execution (one plan, two targets: local = DuckDB in the driver, spark = Spark):",
+             f"  engine: {mode} ({source})",
+             "  local target: " + (f"cannot run this view: {blocker}" if blocker else
+                                   "can run this view (Spark's types, rounding and NULLs)")]
+    if mode == targets.AUTO and not blocker:
+        lines.append(f"  rule: a batch runs locally when it reads at most {targets.max_rows(view):,} "
+                     f"rows ({targets.MAX_ROWS_CONF}): its changes, the maps and base tables it "
+                     "reads whole and the files its lookups may read; otherwise on Spark")
+    if blocker is None and mode != targets.SPARK:
+        lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
+                     "mode) runs again on Spark")
+        lines.append(f"  hot maps: up to {_size(view.ctx.hot_maps.budget)} of maps kept in memory "
+                     f"({targets.MEMORY_CONF}), checked against their Delta versions")
+    if view.compiled.depth == 0:
+        return "\n".join(lines)
+    relations = tuple(view.compiled.program.relations())
+    plan = view.batch_plan(relations, relations)
+    lines.append(f"  batch plan (every relation changed): {len(plan.phases)} quer"
+                 f"{'y' if len(plan.phases) == 1 else 'ies'}, maps written: {', '.join(plan.targets)}")
+    for i, phase in enumerate(plan.phases, 1):
+        shared = sum(1 for c in (phase.tree.args.get("with_").expressions
+                                 if phase.tree.args.get("with_") else [])
+                     if c.alias_or_name.startswith(SUB_PREFIX))
+        lines.append(f"    query {i}: triggers {', '.join(phase.relations)}; {len(phase.blocks)} "
+                     f"block(s), {shared} shared subquer{'y' if shared == 1 else 'ies'}")
+        reads = sorted({_leaf_text(view, leaf) for leaf in phase.leaves.values()})
+        lines.append(f"      reads: {'; '.join(reads)}")
+    return "\n".join(lines)
+
+
+def _leaf_text(view, leaf) -> str:
+    if leaf.kind == "delta":
+        return f"changes of {leaf.name}"
+    if leaf.kind == "rel":
+        return f"{leaf.name} at batch {'end' if leaf.detail[0] else 'start'}"
+    if leaf.kind == "pending":
+        return f"{leaf.name}'s delta from an earlier query"
+    if not leaf.detail:
+        return f"map {leaf.name} whole"
+    keys = view.map_schema(leaf.name).keys
+    return f"map {leaf.name} by key {', '.join(keys[j] for j, _ in leaf.detail)}"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _loop_vars(stmt) -> List[str]:
+    """Target keys the batch does not bind: they range over map entries (a join)."""
+    from ..calculus.ir import DeltaRel, Domain
+    bound = set()
+    for m in stmt.rhs.monomials:
+        for a in m.atoms:
+            if isinstance(a, (DeltaRel, Domain)):
+                bound |= set(a.vars)
+    return [k for k in stmt.rhs.group if k not in bound]
+
+
+def describe_rows(view) -> List[Tuple[str, str, str]]:
+    ctx = view.ctx
+    rows = [("view", "name", view.name), ("view", "id", view.id),
+            ("view", "query", view.spec["sql"]), ("view", "depth", depth_text(view.spec["depth"])),
+            ("view", "map writes", view.spec.get("map_writes", "append")),
+            ("view", "location", view.entry.location),
+            ("view", "result columns", ", ".join(f"{c['name']} {c['type']}"
+                                                 for c in view.spec["result"]["columns"]))]
+    records = view.manifest.records()
+    last = [r for r in records if r.phase == "committed"][-1]
+    top = view.top_n
+    if top is not None:
+        from ..engine.ordered import STATS
+        kept = (last.stats or {}).get(STATS) or {}
+        names = [o.name for o in view.compiled.spec.outputs]
+        rows.append(("view", "order", f"{top.text(names)}; the ordered table holds "
+                                      f"{kept.get('rows', '?')} row(s)"
+                                      f"{', every row of the query' if kept.get('complete') else ''}"
+                                      f", location {view.ordered_path}"))
+    for rel, table in view.compiled.spec.tables.items():
+        try:
+            current = ctx.store.version(table.id)
+        except ViewletError as e:       # a dropped table: DESCRIBE still works
+            current = f"unreadable ({e.message})"
+        if table.view:       # an upstream incremental view: read through its result table
+            rows.append(("upstream view", table.display,
+                         f"result version {last.watermarks[rel]} consumed, result at version "
+                         f"{current}, location {table.id}; REFRESH refreshes it first"))
+            continue
+        rows.append(("table", table.display,
+                     f"watermark version {last.watermarks[rel]}, table at version {current}, "
+                     f"location {table.id}"))
+    from ..engine.chain import dependents
+    rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
+             for name in dependents(ctx, view.name)]
+    from ..engine import targets
+    blocker = targets.local_blocker(view)
+    rows.append(("execution", "engine", targets.setting(view)))
+    rows.append(("execution", "local target", f"cannot run this view: {blocker}" if blocker
+                 else "can run this view"))
+    in_memory = 0
+    for name, m in view.compiled.program.maps.items():
+        snap = ctx.store.snapshot(view.map_path(name))
+        hot = ctx.hot_maps.peek(view.map_path(name))
+        memory = f"in memory ({_size(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \
+            if hot is not None else "not in memory"
+        in_memory += hot.nbytes if hot is not None else 0
+        rows.append(("map", name, f"keys [{', '.join(m.keys)}], level {m.level}, "
+                                  f"version {snap.version}, {len(snap.files)} file(s), {memory}"))
+    rows.append(("memory", "hot maps", f"{_size(in_memory)} of this view's maps in driver memory; "
+                                       f"{_size(ctx.hot_maps.used())} of "
+                                       f"{_size(ctx.hot_maps.budget)} used by all views "
+                                       f"({targets.MEMORY_CONF})"))
+    rows.append(("last batch", "batch", str(last.batch)))
+    rows.append(("last batch", "at", str(last.at)))
+    if last.batch:
+        rows.append(("last batch", "engine", f"{last.stats.get('engine') or 'spark'}: "
+                                             f"{last.stats.get('engine_reason') or 'before local batches'}"))
+    rows.append(("last batch", "stats", json.dumps(last.stats, default=str)))
+    if records[-1].phase == "planned":
+        rows.append(("last batch", "interrupted", f"batch {records[-1].batch} will be re-run "
+                                                  "by the next REFRESH"))
+    return rows

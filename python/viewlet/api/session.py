@@ -1,0 +1,112 @@
+"""Turning Viewlet on in a Spark session."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Optional
+
+from pyspark.sql import SparkSession
+
+from ..errors import NotEnabledError, ViewletError
+from .context import Viewlet
+from ..engine.layout import normalize_location
+
+EXTENSION = "io.viewlet.spark.ViewletExtensions"
+WAREHOUSE_CONF = "spark.viewlet.warehouse"
+DEFAULT_WAREHOUSE = "viewlet-warehouse"
+log = logging.getLogger("viewlet")
+_current: Optional[Viewlet] = None
+
+
+def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = None,
+                    delta_spark: bool = False) -> SparkSession.Builder:
+    """Add Viewlet's extension jar and parser hook to a session builder (like delta's
+    configure_spark_with_delta_pip, with which it composes in either order: both append to
+    spark.sql.extensions). `delta_spark=True` also adds Delta Lake's extension, DeltaCatalog
+    and its jar (docs/delta-sessions.md). Call viewlet.enable(spark) once the session exists."""
+    from ..jvm import jar_path
+    from ..jvm.running import ensure_loadable
+    jar = jar_path()
+    ensure_loadable(jar)      # a JVM this process started for an earlier session
+    if delta_spark:
+        from . import delta_spark as delta
+        for key, value in delta.settings(getattr(builder, "_options", {})).items():
+            builder = builder.config(key, value)
+    options = getattr(builder, "_options", {})
+    jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
+    extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
+    if jar not in jars:
+        jars.append(jar)
+    if EXTENSION not in extensions:
+        extensions.append(EXTENSION)
+    builder = builder.config("spark.jars", ",".join(jars)) \
+        .config("spark.sql.extensions", ",".join(extensions))
+    if warehouse is not None:
+        builder = builder.config(WAREHOUSE_CONF, normalize_location(warehouse))
+    return builder
+
+
+def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
+    """Connect this session's Viewlet DDL to Python; returns the Viewlet context."""
+    global _current
+    jvm = spark.sparkContext._jvm
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if EXTENSION not in extensions:
+        from ..jvm.running import not_loaded_message
+        overwritten = f" (spark.sql.extensions is {extensions!r}: a later .config() of it " \
+            "replaced Viewlet's; list both, comma-separated, or set it before " \
+            "viewlet.configure_spark, which appends to it)" if extensions else ""
+        raise ViewletError(not_loaded_message(EXTENSION) + overwritten)
+    location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
+        os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
+    ctx = Viewlet(spark, location)
+    from pyspark.java_gateway import ensure_callback_server_started
+    from .handler import ViewletHandler
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
+    from .interrupts import install
+    install()                          # Ctrl-C cancels a running Viewlet statement
+    from ..engine.published import publish_all, withdraw_temporary
+    if _current is not None and _current.spark is spark and _current.warehouse != ctx.warehouse:
+        withdraw_temporary(_current)   # the other warehouse's views leave this session
+    _current = ctx
+    publish_all(ctx)          # an in-memory catalog of a new session has none of the views
+    log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
+    return ctx
+
+
+def stopped(spark: SparkSession) -> bool:
+    """Whether `spark.stop()` ended the session's SparkContext."""
+    return spark.sparkContext._jsc is None
+
+
+def follow_restart(ctx: Viewlet, spark: Optional[SparkSession] = None) -> Viewlet:
+    """`ctx`, or when its session was stopped and another one runs in this process (a notebook
+    restarting its session), a context enabled on the new session: its warehouse setting,
+    else ctx's warehouse."""
+    if not stopped(ctx.spark):
+        return ctx
+    if spark is None:
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if spark is None or stopped(spark):
+        return ctx
+    log.info("Viewlet follows the new Spark session of this process")
+    return enable(spark, spark.conf.get(WAREHOUSE_CONF, None) or ctx.warehouse)
+
+
+def context(spark: Optional[SparkSession] = None) -> Viewlet:
+    if _current is not None and spark is not None:
+        follow_restart(_current, spark)
+    if _current is None or (spark is not None and _current.spark is not spark
+                            and _current.spark._jsparkSession != spark._jsparkSession):
+        if _current is not None and spark is not None and \
+                _current.spark.sparkContext is spark.sparkContext:
+            return _current
+        raise NotEnabledError("Viewlet is not enabled for this Spark session: call "
+                              "viewlet.enable(spark) first.")
+    return _current
+
+
+def register_table(spark: SparkSession, name: str, path: str, replace: bool = False):
+    """Give the Delta table at `path` a name usable in view definitions and queries."""
+    return context(spark).register_table(name, path, replace)

@@ -1,0 +1,204 @@
+"""The engine's context: one Spark session, one warehouse, its catalog and compiled views.
+
+The handle users get (``viewlet.enable(spark)``) is ``viewlet.api.context.Viewlet``, this
+class plus the notebook renderings and the default store."""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Dict, List, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..errors import ViewletError, ViewNotFound
+from .spark.io import read_table
+from ..plan.lower import q
+from ..storage.base import TableStore
+from .catalog import Catalog, Entry
+from .definition import CompiledView
+from .layout import WarehouseLayout, normalize_location
+from .maps import MAP_WRITES
+from .targets import ENGINES
+from .tables import LiveResolver
+from . import cancel, views
+
+log = logging.getLogger("viewlet")
+ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"
+
+
+class EngineContext:
+    def __init__(self, spark: SparkSession, warehouse: str, store: TableStore,
+                 auto_enable_change_feed: Optional[bool] = None):
+        self.spark = spark
+        self.layout = WarehouseLayout(warehouse)
+        self.store = store
+        for prefix in self.layout.owned_prefixes():
+            self.store.own(prefix)
+        self.catalog = Catalog(self.store, self.layout)
+        self._auto_enable_change_feed = auto_enable_change_feed
+        self._compiled: Dict[str, CompiledView] = {}
+        self._continuous = None
+        self._local_engine = None
+        self._hot_maps = None
+
+    @property
+    def hot_maps(self):
+        """Maps hot in memory (engine/local/hotmaps.py), within spark.viewlet.local.memory."""
+        if self._hot_maps is None:
+            from .local.hotmaps import HotMaps
+            from .targets import memory_budget
+            self._hot_maps = HotMaps(memory_budget(self.spark))
+        return self._hot_maps
+
+    @property
+    def local_engine(self):
+        """The local target's engine (engine/targets.py), started on first use."""
+        if self._local_engine is None:
+            from .local.executor import LocalEngine
+            self._local_engine = LocalEngine()
+        return self._local_engine
+
+    @property
+    def auto_enable_change_feed(self) -> bool:
+        """Whether CREATE may turn on a base table's change data feed (a commit to the user's
+        table) for views without the enable_change_data_feed option: set on this context
+        (True / False), else the session's spark.viewlet.enableChangeDataFeed (default off)."""
+        if self._auto_enable_change_feed is not None:
+            return self._auto_enable_change_feed
+        value = self.spark.conf.get(ENABLE_CHANGE_FEED_CONF, "false") or "false"
+        return value.strip().lower() == "true"
+
+    @auto_enable_change_feed.setter
+    def auto_enable_change_feed(self, value: Optional[bool]):
+        self._auto_enable_change_feed = value
+
+    @property
+    def warehouse(self) -> str:
+        return self.layout.root
+
+    def resolver(self) -> LiveResolver:
+        return LiveResolver(self)
+
+    # -- views -----------------------------------------------------------------------------
+    @cancel.interruptible(lambda self, name, *a, **k: f"create_view('{name}')")
+    def create_view(self, name: str, sql: str, depth: Optional[int] = None,
+                    if_not_exists: bool = False, caches: bool = False,
+                    map_writes: str = "append", engine: Optional[str] = None,
+                    enable_change_data_feed: Optional[bool] = None) -> Dict:
+        """`caches`: keep inequality-correlated nested queries as view caches
+        (compiler/caches.py). `map_writes`: how a batch writes its map deltas, 'append'
+        (appended and compacted now and then) or 'merge' (one MERGE per map; engine/maps.py).
+        `engine`: where batches run, 'auto', 'local' or 'spark' (engine/targets.py); None:
+        the session's spark.viewlet.engine, else auto. `enable_change_data_feed`: True lets
+        CREATE turn on base tables' change data feeds; None: `auto_enable_change_feed`."""
+        if depth is not None and (not isinstance(depth, int) or depth < 0):
+            raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
+        if map_writes not in MAP_WRITES:
+            raise ViewletError(f"map_writes must be one of {', '.join(MAP_WRITES)}, not {map_writes!r}")
+        if engine is not None and engine not in ENGINES:
+            raise ViewletError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        options = {"map_writes": map_writes}
+        if engine is not None:
+            options["engine"] = engine
+        if enable_change_data_feed is not None:
+            options["enable_change_data_feed"] = bool(enable_change_data_feed)
+        return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
+                                 options=options)
+
+    @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
+    def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
+        """One batch (`full`: a rebuild); a refresh that fails is recorded in the view's
+        history before the error is raised."""
+        try:
+            if full:
+                from .rebuild import rebuild_view
+                return rebuild_view(self, name)
+            return views.refresh_view(self, name, max_commits)
+        except ViewNotFound:
+            raise
+        except Exception as e:
+            from .history import record_failure
+            record_failure(self, name, e)
+            raise
+
+    # -- continuous mode (engine/continuous.py) -------------------------------------------
+    @property
+    def continuous(self):
+        if self._continuous is None:
+            from .continuous import ContinuousRefresh
+            self._continuous = ContinuousRefresh(self)
+        return self._continuous
+
+    def start(self, name: Optional[str] = None, every: Optional[float] = None,
+              max_commits: Optional[int] = None):
+        """Refresh `name` (None: every view with a refresh interval) in the background."""
+        self.continuous.start(name, every, max_commits)
+
+    def stop(self, name: Optional[str] = None, timeout: Optional[float] = None):
+        """Stop background refreshes (None: all; waits for the batch in flight)."""
+        if self._continuous is not None:
+            self._continuous.stop(name, timeout)
+
+    def drop_view(self, name: str, if_exists: bool = False) -> Dict:
+        return views.drop_view(self, name, if_exists)
+
+    def view_names(self) -> List[str]:
+        return [e.name for e in self.catalog.entries("view")]
+
+    def load(self, name: str) -> "views.LoadedView":
+        entry = self.catalog.find(name, "view")
+        if entry is None:
+            raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
+                               "lists the views of this warehouse.")
+        if entry.id not in self._compiled:
+            self._compiled[entry.id] = views.load_compiled(self, entry)
+        return views.LoadedView(self, entry, self._compiled[entry.id])
+
+    def remember(self, entry: Entry, compiled: CompiledView):
+        self._compiled[entry.id] = compiled
+
+    def forget(self, view_id: str):
+        self._compiled.pop(view_id, None)
+
+    def read_view(self, name: str, version: Optional[int] = None) -> DataFrame:
+        """The view's rows (its result table, output columns under their SQL names)."""
+        view = self.load(name)
+        df = read_table(self.spark, self.store, view.result_path, version)
+        cols = view.spec["result"]["columns"]
+        return df.selectExpr(*[f"{q(c['physical'])} AS {q(c['name'])}" for c in cols])
+
+    # -- base tables -----------------------------------------------------------------------
+    def register_table(self, name: str, path: str, replace: bool = False) -> Dict:
+        views.validate_name(name)
+        location = normalize_location(path)
+        if not self.store.exists(location):
+            raise ViewletError(f"No Delta table at {location}: register_table needs an existing "
+                               "Delta table.")
+        existing = self.catalog.find(name)
+        if existing is not None:
+            if existing.kind == "view":
+                raise ViewletError(f"'{name}' is already an incremental view.")
+            if existing.location == location:
+                return {"table": name, "location": location, "status": "registered"}
+            if not replace:
+                raise ViewletError(f"Table name '{name}' is already registered for "
+                                   f"{existing.location}. Pass replace=True to point it elsewhere.")
+            self.catalog.remove(existing.id)
+        self.catalog.add(Entry(uuid.uuid4().hex, "table", name, location, {}))
+        return {"table": name, "location": location, "status": "registered"}
+
+    def resolve_relation(self, parts: List[str]) -> Optional[DataFrame]:
+        """A DataFrame for a table reference Spark's catalog does not know, or None."""
+        if len(parts) == 2 and parts[0].lower() == "delta":
+            location = normalize_location(parts[1])
+            if not self.store.exists(location):
+                return None
+            return read_table(self.spark, self.store, location)
+        if len(parts) != 1:
+            return None
+        entry = self.catalog.find(parts[0])
+        if entry is None:
+            return None
+        if entry.kind == "view":
+            return self.read_view(entry.name)
+        return read_table(self.spark, self.store, entry.location)

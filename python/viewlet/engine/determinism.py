@@ -1,0 +1,112 @@
+"""Refusing views by asking Spark: non-deterministic ones, and queries Spark cannot plan.
+
+The front end refuses the built-in non-deterministic functions by name (no Spark needed for
+EXPLAIN of a file). At CREATE, Spark analyzes the defining query anyway; Catalyst marks
+every expression `deterministic` or not, which covers what no name list can: user-defined
+functions (a Python or Scala UDF is deterministic unless registered with
+asNondeterministic()) and functions added by extensions. The error names the innermost
+offending expression and, found by its name, its position in the query.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sqlglot
+from sqlglot import exp
+
+from ..errors import UnsupportedSQL, ViewletError
+from ..frontend.checks import position_of
+
+_DETAIL = ("A view must be a deterministic function of its tables. A UDF is deterministic "
+           "unless registered with asNondeterministic(); register it without, if it is one.")
+
+
+def reject_nondeterministic(df, sql: str) -> None:
+    """Raise UnsupportedSQL if Spark's analyzed plan of `df` (the defining query over the
+    base tables) is not deterministic."""
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.deterministic():
+        return
+    found = _in_plan(plan)
+    name = _name(found) if found is not None else None
+    what = f"the non-deterministic function {name}()" if name else "a non-deterministic expression"
+    raise UnsupportedSQL(what, _DETAIL, _position(sql, name), sql)
+
+
+def _seq(s):
+    return [s.apply(i) for i in range(s.length())]
+
+
+def _in_plan(plan):
+    for e in _seq(plan.expressions()):
+        if not e.deterministic():
+            return _innermost(e)
+    for child in _seq(plan.children()):
+        if not child.deterministic():
+            return _in_plan(child)
+    return None
+
+
+def _innermost(e):
+    for child in _seq(e.children()):
+        if not child.deterministic():
+            return _innermost(child)
+    if hasattr(e, "plan"):                     # a subquery expression: look inside it
+        try:
+            inner = _in_plan(e.plan())
+        except Exception:                      # py4j: not a subquery after all
+            inner = None
+        if inner is not None:
+            return inner
+    return e
+
+
+def _name(e) -> Optional[str]:
+    kind = e.getClass().getSimpleName()
+    try:
+        if kind == "PythonUDF":
+            return e.name()
+        if kind == "ScalaUDF" and e.udfName().isDefined():
+            return e.udfName().get()
+        return e.prettyName()
+    except Exception:                          # py4j: an expression without these
+        return None
+
+
+def _position(sql: str, name: Optional[str]) -> Optional[int]:
+    if not name:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except Exception:
+        return None
+    low = name.lower()
+    for node in tree.walk():
+        if isinstance(node, exp.Func):
+            text = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            if (text or "").lower() == low:
+                return position_of(node)
+    return None
+
+
+def reject_unplannable(df, sql: str) -> None:
+    """Raise ViewletError if Spark's optimizer fails on the defining query. Spark evaluates
+    some expressions while planning (a correlated scalar subquery's value over no rows, to
+    handle groups without rows; constant folding), so a query can fail before it reads a
+    row: `x > (SELECT COALESCE(SUM(y), 0) / COALESCE(SUM(1), 0) ... WHERE corr)` divides by
+    zero under ANSI mode whatever the data. Such a view would fail at its first batch that
+    evaluates that value; it is refused at CREATE with Spark's error instead."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    try:
+        df._jdf.queryExecution().optimizedPlan()
+    except (Py4JJavaError, PySparkException) as e:   # PySpark converts most Java errors
+        if isinstance(e, Py4JJavaError):
+            from pyspark.errors.exceptions.captured import convert_exception
+            e = convert_exception(e.java_exception)
+        message = str(e).splitlines()[0]
+        raise ViewletError(
+            f"Spark cannot run the defining query: {message} Spark raises this for the query "
+            f"itself, before reading any row (it evaluates a subquery's value over no rows while "
+            f"planning): change the query so that Spark runs it, e.g. NULLIF(divisor, 0) or "
+            f"try_divide for a divisor that is 0 over no rows.") from None

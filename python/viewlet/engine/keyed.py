@@ -1,0 +1,112 @@
+"""Map rows on the driver: the rows of given keys from a map snapshot, and adding value
+rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..storage.base import Snapshot, prunable
+
+_TOUCHED = "__viewlet_touched"
+
+
+def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
+    """{key column: (distinct non-NULL values, whether NULL occurs)} of `rows`."""
+    out = {}
+    for k in keys:
+        column = rows.column(k)
+        out[k] = ({v for v in pc.unique(column).to_pylist() if v is not None}, column.null_count > 0)
+    return out
+
+
+def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """The snapshot's rows whose key columns hold values of `rows`' keys, column by column
+    (read_matching: a superset of the matching rows, callers match keys exactly). Not whole
+    files: a file an executor wrote may span most of the key range, and its rows would all
+    reach the driver (and, on the Spark target, the JVM)."""
+    return read_matching(store, store.snapshot(path, version), key_lookups(rows, keys))
+
+
+#: files read (and filtered) at a time: the driver holds the matching rows, not the map
+FILES_PER_READ = 8
+
+
+def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -> pa.Table:
+    """Exactly the rows of `snap` whose column c holds one of lookups[c]'s values (or NULL
+    when lookups[c] says so) for every c: files skipped by statistics, then the rows of the
+    files left filtered in Arrow, a few files at a time. Columns whose values cannot be
+    compared exactly (floating point, timestamps) or do not convert to the column's type
+    are not filtered on (the rows kept are a superset, as with file skipping)."""
+    snap = snap.restricted(lookups)
+    tests = []
+    for c, (values, has_null) in lookups.items():
+        field = snap.schema.field(c) if c in snap.schema.names else None
+        if field is None or not prunable(field.type):
+            continue
+        try:
+            tests.append((c, pa.array(list(values)), has_null))
+        except (pa.ArrowException, TypeError, ValueError):      # mixed types: no filter
+            continue
+    parts = []
+    for i in range(0, len(snap.files), FILES_PER_READ):
+        chunk = replace(snap, files=snap.files[i:i + FILES_PER_READ],
+                        stats=snap.stats[i:i + FILES_PER_READ] if snap.stats is not None else None)
+        rows = store.read_files(chunk)
+        mask = None
+        for c, values, has_null in tests:
+            column = rows.column(c)
+            try:
+                value_set = values.cast(column.type) if len(values) else pa.array([], column.type)
+            except (pa.ArrowException, TypeError, ValueError):  # e.g. lossy: no filter
+                continue
+            test = pc.fill_null(pc.is_in(column, value_set=value_set), False)
+            if has_null:
+                test = pc.or_(test, pc.is_null(column))
+            mask = test if mask is None else pc.and_(mask, test)
+        parts.append(rows if mask is None else rows.filter(mask))
+    return pa.concat_tables(parts) if parts else store.read_files(snap)
+
+
+def add_rows(old: pa.Table, delta: pa.Table, keys: Sequence[str], values: List[str]) -> pa.Table:
+    """For each key of `delta`: its `old` values plus its delta values (old rows of other
+    keys are left out)."""
+    schema = delta.schema
+    old = old.select(list(keys) + values).cast(schema)
+    data = pa.concat_tables([
+        old.append_column(_TOUCHED, pa.array([0] * old.num_rows, pa.int8())),
+        delta.select(list(keys) + values).append_column(_TOUCHED, pa.array([1] * delta.num_rows, pa.int8())),
+    ])
+    summed = data.group_by(list(keys), use_threads=False).aggregate(
+        [(v, "sum") for v in values] + [(_TOUCHED, "max")])
+    summed = summed.filter(pc.equal(summed.column(f"{_TOUCHED}_max"), 1))
+    cols = {k: summed.column(k) for k in keys}
+    for v in values:
+        col = summed.column(f"{v}_sum")
+        cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(schema.field(v).type)
+    return pa.table(cols, schema=schema)
+
+
+
+def pad_groups(delta: Optional[pa.Table], schema: pa.Schema, keys: Sequence[str],
+               others: Sequence[Tuple[pa.Table, Sequence[str]]]) -> pa.Table:
+    """The delta of a map with `schema` and key columns `keys` (None: no rows), plus a row
+    of zero values for each key given by the `others` (a table, its columns holding the
+    key): every key touched by either, as a delta of the map."""
+    parts = [delta.select(schema.names).cast(schema)] if delta is not None else []
+    for table, columns in others:
+        if table.num_rows == 0:
+            continue
+        if keys:
+            found = table.group_by(list(columns), use_threads=False).aggregate([])
+            n = found.num_rows
+            cols = {k: found.column(c).cast(schema.field(k).type) for k, c in zip(keys, columns)}
+        else:                              # a global aggregate: its one group
+            n, cols = 1, {}
+        for f in schema:
+            if f.name not in cols:
+                cols[f.name] = pa.array([0] * n, f.type)
+        parts.append(pa.table(cols, schema=schema))
+    return pa.concat_tables(parts) if parts else schema.empty_table()

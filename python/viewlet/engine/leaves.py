@@ -1,0 +1,223 @@
+"""Binding a batch plan's leaves to data, for either target.
+
+A leaf is a relation's changes (the batch, pre-aggregated on the driver), a relation at the
+batch's start or end version, a map read whole, or a map read by lookup: only the rows
+holding the batch's key values, read on the driver once per batch (the batch's keys are
+spread over most files of a large map, so file skipping alone would leave most of the map
+to scan, once per reference). `SparkLeaves` hands Spark DataFrames (staged as Parquet
+files); `ArrowLeaves` hands the local target Arrow tables.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..plan.batch import Leaf
+from ..plan.lower import MapOrigin
+from .keyed import read_matching
+from .hot import hot_map
+from .manifest import BatchRecord
+
+#: a lookup keeping more than this share of the rows in the files it read binds those files
+#: (Spark reads them) instead of staging the rows kept
+KEEP_FILES_ABOVE = 0.5
+
+
+class LeafReader:
+    """What both targets read for one batch; per map read, statistics for the manifest.
+    Maps hot in memory at the batch's start version (engine/local/hotmaps.py) are read from
+    memory; `load`: maps not yet hot are loaded whole when they fit the cache."""
+
+    load = False
+
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table]):
+        self.view, self.record, self.deltas = view, record, deltas
+        self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
+        # Per map read: files and rows read of the files and rows there are, rows the
+        # query gets (the rows kept, or the files' rows when Spark reads the files).
+        self.reads: List[list] = []
+        self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
+        self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
+        self.read_of: Dict[Leaf, list] = {}       # ... -> its entry in `reads`
+
+    def pending_rows(self, leaf: Leaf) -> pa.Table:
+        empty = self.view.map_arrow_schema(leaf.name).empty_table()
+        return self.pending.get((leaf.name, leaf.detail[0]), empty)
+
+    def hot(self, name: str):
+        """(map `name` hot in memory at the batch's start version or None, where its rows
+        come from: "memory", or "delta" when this batch loads it)."""
+        version = self.record.map_versions[name]
+        hot = hot_map(self.view, name, version)
+        if hot is not None:
+            return hot, "memory"
+        return hot_map(self.view, name, version, self.load), "delta"
+
+    def whole_map(self, name: str):
+        """The map's snapshot at batch start (read whole), recorded as a read."""
+        ctx = self.view.ctx
+        whole = ctx.store.snapshot(self.view.map_path(name), self.record.map_versions[name])
+        rows = _rows(whole)
+        self.reads.append([name, len(whole.files), len(whole.files), rows, rows, rows, "delta"])
+        return whole
+
+    def map_rows(self, name: str) -> pa.Table:
+        """Every row of the map at batch start, from memory or from Delta."""
+        hot, source = self.hot(name)
+        if hot is None:
+            return self.view.ctx.store.read_files(self.whole_map(name))
+        rows = hot.all_rows()
+        self.reads.append([name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows, source])
+        return rows
+
+    def matching(self, leaf: Leaf) -> pa.Table:
+        """A map's rows holding the looked-up keys (exactly those, or a superset where a
+        key column cannot be compared exactly)."""
+        if leaf not in self.matched:
+            view, store = self.view, self.view.ctx.store
+            lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
+            hot, source = self.hot(leaf.name)
+            if hot is not None:
+                rows = hot.lookup(lookups)
+                self.read_of[leaf] = [leaf.name, 0, None, rows.num_rows, hot.rows, rows.num_rows,
+                                      source]
+            else:
+                whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+                rows = read_matching(store, whole, lookups)
+                snap = self.restricted[leaf] = whole.restricted(lookups)
+                self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
+                                      _rows(whole), rows.num_rows, "delta"]
+            self.reads.append(self.read_of[leaf])
+            self.matched[leaf] = rows
+        return self.matched[leaf]
+
+    def lookup_values(self, lookups, keys) -> Dict[str, Tuple[set, bool]]:
+        """{map key column: (distinct batch values, whether NULL is among them)}."""
+        out = {}
+        for j, origins in lookups:
+            values, has_null = set(), False
+            for rel, col in origins:
+                if isinstance(rel, MapOrigin):
+                    table = self.matching(Leaf("map", rel.name, rel.lookups))
+                else:
+                    table = self.deltas.get(rel)
+                if table is None:
+                    continue
+                column = table.column(col)
+                has_null = has_null or column.null_count > 0
+                values.update(v for v in pc.unique(column).to_pylist() if v is not None)
+            out[keys[j]] = (values, has_null)
+        return out
+
+
+class SparkLeaves(LeafReader):
+    """Leaves as DataFrames; the batch's own rows staged as Parquet files in `scratch`."""
+
+    def __init__(self, view, record, deltas, scratch: str, spark):
+        super().__init__(view, record, deltas)
+        self.scratch, self.spark = scratch, spark       # the session the batch query runs in
+        self.files = 0
+
+    def bind(self, leaf: Leaf):
+        from .spark.io import read_table, snapshot_frame
+        view, ctx, spark = self.view, self.view.ctx, self.spark
+        if leaf.kind == "delta":
+            # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
+            # projection and filter over a LocalRelation row by row, interpreted
+            # (ConvertToLocalRelation), which cost more than running the batch.
+            return self._file(self.deltas[leaf.name])
+        if leaf.kind == "pending":
+            return self._file(self.pending_rows(leaf))
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return read_table(spark, ctx.store, view.table_path(leaf.name),
+                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+        schema = view.map_schema(leaf.name)
+        columns = schema.keys + list(schema.values)
+        if not leaf.detail:
+            return snapshot_frame(spark, self.whole_map(leaf.name), columns)
+        rows = self.matching(leaf)
+        snap = self.restricted.get(leaf)
+        if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+            # The batch touches most keys of the files read: Spark reads those files
+            # rather than a staged copy of most of them.
+            self.read_of[leaf][5] = _rows(snap)
+            return snapshot_frame(spark, snap, columns)
+        return self._file(rows.select(columns))
+
+    def _file(self, data: pa.Table):
+        """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
+        from .spark.io import spark_schema
+        self.files += 1
+        location = self.view.ctx.store.write_file(f"{self.scratch}/in{self.files}.parquet", data)
+        return self.spark.read.schema(spark_schema(data.schema)).parquet(location)
+
+
+class ArrowLeaves(LeafReader):
+    """Leaves as Arrow tables for the local target, typed as the plan expects them."""
+
+    load = True
+
+    def bind(self, leaf: Leaf) -> pa.Table:
+        from .targets import leaf_columns
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "pending":
+            return self.pending_rows(leaf)
+        if leaf.kind in ("delta", "rel"):
+            if leaf.kind == "delta":
+                rows = self.deltas[leaf.name]
+            else:
+                after, to = self.record.ranges[leaf.name]
+                rows = ctx.store.read_columns(view.table_path(leaf.name),
+                                              to if leaf.detail[0] else after,
+                                              view.columns_of(leaf.name))
+            # the column types the plan was typed with (Spark's view of the table)
+            schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
+            return rows.select(schema.names).cast(schema)
+        schema = view.map_arrow_schema(leaf.name)
+        rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)
+        return rows.select(schema.names).cast(schema)
+
+
+def _rows(snap) -> Optional[int]:
+    return sum(s.rows or 0 for s in snap.stats) if snap.stats is not None else None
+
+
+class FrameLeaves:
+    """Leaves as DataFrames for a distributed batch (engine/distributed.py): the batch's
+    changes as staged by the executors, relations at a version and maps read from their
+    Delta files. A map read by lookup is bound to the whole map: the plan joins it with
+    the batch's keys anyway (a lookup's rows are the ones the join keeps), on the
+    executors, where the driver-side lookup would have to bring the keys and rows to the
+    driver."""
+
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, object], spark):
+        self.view, self.record, self.deltas, self.spark = view, record, deltas, spark
+        self.pending: Dict[Tuple[str, str], object] = {}   # (map, trigger) -> its delta
+        self.reads: List[list] = []
+        self._maps: Dict[str, object] = {}
+
+    def bind(self, leaf: Leaf):
+        from .spark.io import read_table, snapshot_frame
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "delta":
+            return self.deltas[leaf.name]
+        if leaf.kind == "pending":
+            found = self.pending.get((leaf.name, leaf.detail[0]))
+            return found if found is not None else \
+                self.spark.createDataFrame([], view.map_schema(leaf.name).struct())
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return read_table(self.spark, ctx.store, view.table_path(leaf.name),
+                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+        if leaf.name not in self._maps:
+            schema = view.map_schema(leaf.name)
+            snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
+            rows = _rows(snap)
+            self.reads.append([leaf.name, len(snap.files), len(snap.files), rows, rows, rows,
+                               "delta"])
+            self._maps[leaf.name] = snapshot_frame(self.spark, snap,
+                                                   schema.keys + list(schema.values))
+        return self._maps[leaf.name]

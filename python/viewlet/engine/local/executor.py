@@ -1,0 +1,71 @@
+"""The local target's engine: DuckDB, in this process, over Arrow tables.
+
+One in-memory DuckDB database per Viewlet context. Every query runs on a cursor of its own
+(a connection to the same database) with its input tables registered on that cursor, so
+concurrent batches (continuous mode's thread, a REFRESH in the notebook) never see each
+other's tables. Queries are DuckDB SQL produced by translate.py from the plan's Spark SQL.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import warnings
+from typing import Dict, Optional
+
+import pyarrow as pa
+
+from ...storage.deltars import plain_types
+
+
+class LocalEngineError(Exception):
+    """DuckDB failed on a query (an overflow, a division by zero under ANSI mode, ...): the
+    batch is run again on Spark, which computes Spark's own answer or error."""
+
+
+class LocalEngine:
+    def __init__(self, threads: Optional[int] = None, memory_limit: Optional[str] = None):
+        import duckdb
+        self._duckdb = duckdb
+        config = {"threads": threads or max(1, os.cpu_count() or 1),
+                  "preserve_insertion_order": False}
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        self._db = duckdb.connect(":memory:", config=config)
+        self._lock = threading.Lock()
+        # closed before the interpreter tears DuckDB's bindings down (which otherwise
+        # reports the live connection's objects as leaks at exit)
+        atexit.register(self.close)
+
+    def query(self, sql: str, tables: Dict[str, pa.Table]) -> pa.Table:
+        """Run `sql` with each of `tables` readable under its name; the result as Arrow."""
+        from .. import cancel
+        cancel.check()
+        with self._lock:                  # cursor() on one connection is not thread-safe
+            cursor = self._db.cursor()
+        token = cancel.current()          # a cancelled statement interrupts its query
+        hook = token.on_cancel(cursor.interrupt) if token is not None else None
+        try:
+            for name, table in tables.items():
+                cursor.register(name, table)
+            try:
+                with warnings.catch_warnings():
+                    # execute(), not sql(): sql() tokenizes the text in Python first (seconds
+                    # for a wide join's batch query); the extra copy it warns of is of the
+                    # result, a batch's deltas
+                    warnings.simplefilter("ignore", UserWarning)
+                    result = cursor.execute(sql).to_arrow_table()
+            except self._duckdb.Error as e:
+                cancel.check()            # interrupted: the statement was cancelled
+                raise LocalEngineError(str(e).splitlines()[0]) from e
+            return plain_types(result)
+        finally:
+            if hook is not None:
+                token.forget(hook)
+            cursor.close()
+
+    def close(self):
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None

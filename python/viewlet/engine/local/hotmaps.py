@@ -1,0 +1,231 @@
+"""Maps hot in memory: each map a session keeps, as Arrow rows with sorted key indexes.
+
+A map's value for a key is the sum of its rows with that key (engine/maps.py), so a hot map
+is its rows as of one Delta version: a base (what was loaded or last folded) plus the deltas
+applied since (the tail), the same shape as the map's files on disk. A batch reads it whole
+(zero-copy) or by key: a sorted index of one key column of the base (built on first use)
+answers a lookup with binary searches, the tail is filtered. After a batch commits a map's
+delta to Delta, the same delta is appended here and the hot map takes the new version; the
+tail is folded into the base (summed by key, zero rows dropped) when it outgrows it.
+
+Delta stays the durable log, and a hot map is only used for the exact Delta version it
+holds: the batch's recorded map version (read from Delta at batch start) must equal it, so
+another writer, another session's batch or a restart falls back to reading Delta. The cache
+is bounded (`budget` bytes); whole maps are evicted least recently used first, and a map
+larger than the budget is never loaded (its batches read Delta, as without the cache).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+Lookups = Dict[str, Tuple[Set, bool]]       # key column -> (values, whether NULL is looked up)
+
+#: the tail is folded into the base when it holds more rows than this and than the base
+FOLD_MIN_ROWS = 100_000
+
+
+class _Index:
+    """One key column of the base, sorted: its non-NULL values as int64, their positions,
+    and the positions of its NULLs."""
+
+    def __init__(self, column: pa.ChunkedArray):
+        order = pc.array_sort_indices(column, null_placement="at_end").to_numpy()
+        valid = len(column) - column.null_count
+        self.sorted = _as_int64(column.take(pa.array(order[:valid]))).to_numpy()
+        self.order = order[:valid]
+        self.nulls = order[valid:]
+        self.nbytes = self.sorted.nbytes + order.nbytes
+
+    def positions(self, values, has_null: bool) -> np.ndarray:
+        probe = np.unique(np.asarray(values, dtype=np.int64))
+        lo = np.searchsorted(self.sorted, probe, side="left")
+        hi = np.searchsorted(self.sorted, probe, side="right")
+        counts = hi - lo
+        total = int(counts.sum())
+        starts = np.repeat(lo, counts)
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        found = self.order[starts + offsets]
+        return np.concatenate([found, self.nulls]) if has_null else found
+
+
+def _indexable(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_date32(t)
+
+
+def _as_int64(column) -> pa.Array:
+    if pa.types.is_date32(column.type):
+        column = column.cast(pa.int32())
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.cast(pa.int64())
+
+
+def _probe_values(values: Set, t: pa.DataType) -> Optional[list]:
+    """Looked-up values as int64 for an index over a column of type t (None: unusable)."""
+    try:
+        arr = pa.array(list(values), t) if values else pa.array([], t)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    return _as_int64(arr).to_pylist()
+
+
+def matching_mask(rows: pa.Table, lookups: Lookups):
+    """Rows whose column c holds one of lookups[c]'s values (or NULL when asked), for every
+    c whose values convert to its type exactly; None when no column filters."""
+    mask = None
+    for c, (values, has_null) in lookups.items():
+        if c not in rows.column_names:
+            continue
+        column = rows.column(c)
+        try:
+            value_set = pa.array(list(values), column.type) if values else pa.array([], column.type)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            continue
+        test = pc.fill_null(pc.is_in(column, value_set=value_set), False)
+        if has_null:
+            test = pc.or_(test, pc.is_null(column))
+        mask = test if mask is None else pc.and_(mask, test)
+    return mask
+
+
+class HotMap:
+    def __init__(self, path: str, version: int, rows: pa.Table, keys: Sequence[str],
+                 values: Sequence[str], zero: Sequence[str]):
+        self.path, self.version = path, version
+        self.keys, self.values, self.zero = list(keys), list(values), list(zero)
+        self.schema = rows.schema
+        self.base = rows.combine_chunks()
+        self.tail: List[pa.Table] = []
+        self._indexes: Dict[str, _Index] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def rows(self) -> int:
+        return self.base.num_rows + sum(t.num_rows for t in self.tail)
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes + sum(t.nbytes for t in self.tail) + \
+            sum(i.nbytes for i in self._indexes.values())
+
+    def all_rows(self) -> pa.Table:
+        with self._lock:
+            return pa.concat_tables([self.base] + self.tail) if self.tail else self.base
+
+    def lookup(self, lookups: Lookups) -> pa.Table:
+        """The rows holding the looked-up values (a superset where a column cannot be
+        compared exactly: callers join on the keys)."""
+        with self._lock:
+            base, tail = self.base, list(self.tail)
+            column = next((c for c, _ in lookups.items() if c in base.column_names
+                           and _indexable(base.schema.field(c).type)), None)
+            if column is not None:
+                values = _probe_values(lookups[column][0], base.schema.field(column).type)
+                if values is not None:
+                    index = self._indexes.get(column)
+                    if index is None:
+                        index = self._indexes[column] = _Index(base.column(column))
+                    positions = index.positions(values, lookups[column][1])
+                    positions.sort()               # keep the base's (clustered) order
+                    base = base.take(pa.array(positions))
+        parts = []
+        for part in [base] + tail:
+            mask = matching_mask(part, lookups)
+            parts.append(part if mask is None else part.filter(mask))
+        return pa.concat_tables(parts)
+
+    def apply(self, delta: pa.Table, version: int):
+        """The map after a batch committed `delta` as Delta `version`."""
+        with self._lock:
+            self.tail.append(delta.select(self.schema.names).cast(self.schema))
+            self.version = version
+            tail_rows = sum(t.num_rows for t in self.tail)
+            if tail_rows > max(FOLD_MIN_ROWS, self.base.num_rows):
+                self._fold()
+
+    def replace(self, rows: pa.Table, version: int):
+        """The same content, rewritten (a compaction of the Delta map): take its rows."""
+        with self._lock:
+            self.base = rows.select(self.schema.names).cast(self.schema).combine_chunks()
+            self.tail, self._indexes, self.version = [], {}, version
+
+    def _fold(self):
+        from ..maps import sum_rows
+        data = pa.concat_tables([self.base] + self.tail)
+        self.base = sum_rows(data, self.keys, self.values, self.zero).combine_chunks()
+        self.tail, self._indexes = [], {}
+
+
+class HotMaps:
+    """The hot maps of one Viewlet context, within `budget` bytes (least recently used
+    maps are evicted whole)."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self._maps: "OrderedDict[str, HotMap]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, version: int) -> Optional[HotMap]:
+        """The hot map of `path` if it holds exactly `version`."""
+        with self._lock:
+            hot = self._maps.get(path)
+            if hot is None:
+                return None
+            if hot.version != version:
+                del self._maps[path]            # stale: another writer, or a skipped batch
+                return None
+            self._maps.move_to_end(path)
+            return hot
+
+    def peek(self, path: str) -> Optional[HotMap]:
+        with self._lock:
+            return self._maps.get(path)
+
+    def fits(self, nbytes: int) -> bool:
+        return 0 < nbytes <= self.budget
+
+    def put(self, hot: HotMap) -> bool:
+        """Keep `hot` (evicting others as needed); False when it alone exceeds the budget."""
+        if not self.fits(hot.nbytes):
+            self.evict(hot.path)
+            return False
+        with self._lock:
+            self._maps[hot.path] = hot
+            self._maps.move_to_end(hot.path)
+            self._shrink(keep=hot.path)
+        return True
+
+    def touched(self, path: str):
+        """A hot map grew (a batch's delta, an index): evict others if over budget."""
+        with self._lock:
+            self._shrink(keep=path)
+            hot = self._maps.get(path)
+            if hot is not None and hot.nbytes > self.budget:
+                del self._maps[path]
+
+    def _shrink(self, keep: str):
+        total = sum(h.nbytes for h in self._maps.values())
+        for path in list(self._maps):
+            if total <= self.budget:
+                break
+            if path != keep:
+                total -= self._maps.pop(path).nbytes
+
+    def evict(self, path: str):
+        with self._lock:
+            self._maps.pop(path, None)
+
+    def evict_prefix(self, prefix: str):
+        with self._lock:
+            for path in [p for p in self._maps if p.startswith(prefix)]:
+                del self._maps[path]
+
+    def used(self) -> int:
+        with self._lock:
+            return sum(h.nbytes for h in self._maps.values())

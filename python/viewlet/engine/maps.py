@@ -1,0 +1,164 @@
+"""Maps on disk.
+
+A map's value for a key is the sum of the values of its rows with that key (every reader
+sums: triggers read maps linearly, the result reads the state by key). So a batch appends
+its delta in one commit carrying the batch's transaction id instead of rewriting the files
+its keys fall in: writing costs what the delta costs, whatever the keys.
+
+With the view option map_writes = 'merge' a batch instead MERGEs its delta into each map
+(values added to the rows of equal keys, rows whose count reaches 0 deleted): one row per key
+and no compaction, but the MERGE rewrites every file holding a touched key, which for keys
+spread over a large map is most of it. The benchmark measures both (`ho-merge`).
+
+Compaction folds the appended rows into the base now and then: rows summed by key, zero
+rows dropped, sorted by the map's cluster order (the key batches look up most often first)
+and written in files of ROWS_PER_FILE rows (more for large maps: at most MAX_FILES files),
+whose min/max statistics let a batch read only the files that can hold its keys. It runs when the appended rows outgrow the base or
+the appended files reach COMPACT_FILES, so its cost per batch stays proportional to the
+batch. Files no version in use references are vacuumed at the next batch.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, List, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..calculus.ir import Domain, Groups, MapRef, Nested
+from ..compiler.program import Program
+from ..plan.lower import batch_origins
+
+ROWS_PER_FILE = 32768
+MAX_FILES = 64
+COMPACT_FILES = 16
+MAP_WRITES = ("append", "merge")   # how batches write map deltas (view option map_writes)
+
+
+def cluster_order(program: Program, name: str) -> List[int]:
+    """Key positions to sort map `name` by: the position batches bind most often first."""
+    counts: Counter = Counter()
+
+    def visit(query, inherited):
+        for mono in query.monomials:
+            origins = batch_origins(mono, inherited)
+            for atom in mono.atoms:
+                if isinstance(atom, MapRef) and atom.name == name:
+                    counts.update(j for j, v in enumerate(atom.vars) if v in origins)
+                elif isinstance(atom, Nested):
+                    visit(atom.query, {g: origins[g] for g in atom.inputs if g in origins})
+                elif isinstance(atom, (Domain, Groups)):
+                    visit(atom.query, {})
+
+    for stmts in program.triggers.values():
+        for s in stmts:
+            visit(s.rhs, {})
+    n = len(program.maps[name].keys)
+    if not n:
+        return []
+    first = max(range(n), key=lambda j: (counts[j], -j))
+    return [first] + [j for j in range(n) if j != first]
+
+
+def sort_rows(data: pa.Table, keys: Sequence[str], order: Sequence[int]) -> pa.Table:
+    if not keys or data.num_rows < 2:
+        return data
+    return data.take(pc.sort_indices(data, sort_keys=[(keys[j], "ascending", "at_start")
+                                                      for j in order]))
+
+
+def rows_per_file(rows: int) -> int:
+    return max(ROWS_PER_FILE, -(-rows // MAX_FILES))
+
+
+def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: Sequence[int],
+                  txn) -> pa.Table:
+    """Create the map's table holding `data` in cluster order; the rows as written."""
+    rows = sort_rows(data, keys, order)
+    store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows))
+    return rows
+
+
+def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str],
+             zero: Sequence[str]) -> pa.Table:
+    """One row per key with the summed values; keys whose `zero` columns all sum to 0
+    dropped."""
+    if data.num_rows == 0:
+        return data
+    summed = data.group_by(list(keys), use_threads=False).aggregate([(v, "sum") for v in values])
+    cols = {k: summed.column(k) for k in keys}
+    for v in values:
+        col = summed.column(f"{v}_sum")
+        cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(data.schema.field(v).type)
+    out = pa.table(cols, schema=data.schema)
+    kept = None
+    for c in zero:
+        test = pc.not_equal(out.column(c), pa.scalar(0, out.schema.field(c).type))
+        kept = test if kept is None else pc.or_(kept, test)
+    return out.filter(kept)
+
+
+class MapLayout:
+    """What a map's files looked like after its last compaction, and what batches appended
+    since (kept in batch stats, so that a batch needs no look at the map's files to know
+    whether a compaction is due)."""
+
+    def __init__(self, base_files: int, base_rows: int, appended_files: Optional[int] = None,
+                 appended_rows: Optional[int] = None):
+        self.base_files, self.base_rows = base_files, base_rows
+        self.appended_files, self.appended_rows = appended_files, appended_rows
+
+    def to_json(self):
+        out = {"base_files": self.base_files, "base_rows": self.base_rows}
+        if self.appended_files is not None:
+            out.update(appended_files=self.appended_files, appended_rows=self.appended_rows)
+        return out
+
+    @classmethod
+    def of(cls, stats: Optional[Dict], snap) -> "MapLayout":
+        if stats:
+            return cls(stats["base_files"], stats["base_rows"], stats.get("appended_files"),
+                       stats.get("appended_rows"))
+        return cls(len(snap.files), _rows(snap), 0, 0)
+
+    def counted(self) -> bool:
+        """Whether the appends since the last compaction were counted (layouts recorded
+        before batches counted them are not)."""
+        return self.appended_files is not None
+
+    def after_append(self, rows: int) -> "MapLayout":
+        return MapLayout(self.base_files, self.base_rows, (self.appended_files or 0) + 1,
+                         (self.appended_rows or 0) + rows)
+
+    def due(self, snap=None) -> bool:
+        if snap is None:
+            appended_files, appended_rows = self.appended_files, self.appended_rows
+        else:
+            appended_files = len(snap.files) - self.base_files
+            appended_rows = _rows(snap) - self.base_rows
+        return appended_files >= COMPACT_FILES or (appended_files > 1 and appended_rows > self.base_rows)
+
+
+def _rows(snap) -> int:
+    return sum((s.rows or 0) for s in snap.stats) if snap.stats else 0
+
+
+def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: Sequence[str],
+            order: Sequence[int], metadata=None, rows: Optional[pa.Table] = None,
+            rows_version: Optional[int] = None):
+    """Rewrite the map's current files as summed, sorted, clustered files (rows appended
+    meanwhile stay, as extra files); None if a concurrent compaction won. `rows`: the map's
+    rows at version `rows_version` when the caller has them (a hot map): used when that is
+    the current version, else the files are read. Returns (the new layout, the version it
+    read, the version it committed, the rows written)."""
+    snap = store.snapshot(path, store.version(path))
+    if rows is None or rows_version != snap.version:
+        try:
+            rows = store.read_files(snap)
+        except OSError:          # a concurrent compaction vacuumed this version's files: it won
+            return None
+    data = sort_rows(sum_rows(rows, keys, values, zero), keys, order)
+    if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):
+        return None
+    after = store.snapshot(path, store.version(path))
+    return MapLayout(len(after.files), data.num_rows, 0, 0), snap.version, after.version, data

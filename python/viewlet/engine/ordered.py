@@ -1,0 +1,174 @@
+"""Top-N views (`ORDER BY ... LIMIT n [OFFSET m]`, frontend/ordering.py): the ordered rows kept.
+
+The inner query (the view without ORDER BY / LIMIT) is maintained as any view: its state and
+maps. Next to them the view keeps its *ordered table*: the first `capacity` rows of the inner
+query in the view's order (the wanted offset + limit rows plus slack), and the result table
+holds rows offset .. offset + limit of it. A batch produces the new rows of the groups it
+touched (views.py `_result_source`); here they replace those groups' rows in the ordered
+table:
+
+  kept     the ordered rows of untouched groups (still the first rows of the untouched ones)
+  added    the touched groups' new rows that sort before the old last ordered row (rows after
+           it may have rows the table never held in front of them) -- or all of them while
+           the table is `complete` (it holds every row of the inner query)
+  new      kept + added in order, cut to `capacity` (then no longer complete)
+
+Only when deletes leave fewer than offset + limit rows and the table is not complete does
+the batch recompute the ordered rows from the whole view state (`recompute`). The order is
+total: ORDER BY items with Spark's semantics (NULLS FIRST / LAST, NaN above every number,
+-0.0 = 0.0, strings by their UTF-8 bytes), then every output column ascending with NULLs
+first, then the hidden group keys: Spark breaks ties arbitrarily, Viewlet by those columns.
+Arrays, maps and structs take no part in tie-breaking (Arrow cannot sort them).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..plan.lower import q
+from ..frontend.ordering import TopN
+
+#: slack rows kept beyond offset + limit: at least this many (or offset + limit), at most the cap
+SLACK_MIN, SLACK_MAX = 16, 1000
+#: MERGE source operation column (views.py)
+OP = "__viewlet_op"
+_ORIGIN = "__viewlet_origin"
+STATS = "ordered"
+
+SortKeys = List[Tuple[str, bool, bool]]        # (column, descending, nulls first)
+
+
+def capacity(top: TopN) -> int:
+    n = top.wanted
+    return n + min(max(n, SLACK_MIN), SLACK_MAX)
+
+
+def sort_keys(top: TopN, layout: Dict) -> SortKeys:
+    """The view's total order over result-table rows: the ORDER BY items, then the output
+    columns, then the hidden group keys (ascending, NULLs first)."""
+    physical = [c["physical"] for c in layout["columns"]]
+    keys = [(physical[i.column], i.desc, i.nulls_first) for i in top.items]
+    keys += [(c, False, True) for c in physical + list(layout["hidden"])]
+    return keys
+
+
+def identity_columns(layout: Dict) -> List[str]:
+    """The columns naming a row's state group (the result MERGE's keys)."""
+    return [name for name, _ in layout["keys"]]
+
+
+def _orderable(t: pa.DataType) -> bool:
+    return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or pa.types.is_null(t))
+
+
+def sort_rows(rows: pa.Table, keys: SortKeys) -> pa.Table:
+    """`rows` in the view's order: each key becomes columns Arrow sorts as Spark orders (a
+    NULL flag, for floating point a NaN flag and the value with -0.0 as 0.0); stable."""
+    if rows.num_rows <= 1:
+        return rows
+    columns, order = {}, []
+    for i, (name, desc, nulls_first) in enumerate(keys):
+        column = rows.column(name)
+        if not _orderable(column.type):
+            continue
+        direction = "descending" if desc else "ascending"
+        valid = pc.is_valid(column)
+        columns[f"n{i}"] = pc.if_else(valid, 1 if nulls_first else 0, 0 if nulls_first else 1)
+        order.append((f"n{i}", "ascending"))
+        if pa.types.is_floating(column.type):
+            nan = pc.fill_null(pc.is_nan(column), False)
+            columns[f"f{i}"] = pc.cast(nan, pa.int8())
+            order.append((f"f{i}", direction))
+            plain = pc.if_else(pc.or_(nan, pc.invert(valid)), pa.scalar(0.0, column.type), column)
+            columns[f"v{i}"] = pc.add(plain, pa.scalar(0.0, column.type))     # -0.0 -> 0.0
+        else:
+            columns[f"v{i}"] = column
+        order.append((f"v{i}", direction))
+    if not order:
+        return rows
+    return rows.take(pc.sort_indices(pa.table(columns), sort_keys=order))
+
+
+def _identities(rows: pa.Table, columns: Sequence[str]) -> List[tuple]:
+    """Each row's group as a hashable tuple (NULL equal to NULL, NaN to NaN)."""
+    if not columns:
+        return [()] * rows.num_rows
+    data = [rows.column(c).to_pylist() for c in columns]
+    return [tuple("\x00nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
+            for values in zip(*data)]
+
+
+def first_rows(rows: pa.Table, top: TopN, keys: SortKeys) -> Tuple[pa.Table, bool]:
+    """The ordered table over all rows of the inner query (`rows`, maybe cut to at least
+    capacity + 1 rows by `prefilter_sql`): the first `capacity`, and whether that is all."""
+    cap = capacity(top)
+    ordered = sort_rows(rows, keys)
+    return ordered.slice(0, cap), ordered.num_rows <= cap
+
+
+def maintain(table: pa.Table, complete: bool, source: pa.Table, top: TopN, keys: SortKeys,
+             identity: Sequence[str]) -> Tuple[pa.Table, bool, bool]:
+    """One batch: the ordered table (`table`, in order) with the touched groups' rows
+    replaced by their new ones (`source`: views.py's MERGE source, a 'del' row per touched
+    group and the new rows as 'ins'). Returns the new table, whether it is complete, and
+    whether it is short (fewer rows than offset + limit while rows may be missing: the
+    caller recomputes it from the view state)."""
+    if not complete and table.num_rows == 0:
+        return table, False, True          # nothing to compare new rows with: recompute
+    ops = source.column(OP)
+    dels = source.filter(pc.equal(ops, "del"))
+    ins = source.filter(pc.equal(ops, "ins")).drop_columns([OP]).select(table.schema.names) \
+        .cast(table.schema)
+    touched = set(_identities(dels, identity))
+    kept = table.filter(pa.array([i not in touched for i in _identities(table, identity)],
+                                 pa.bool_())) if touched else table
+    parts = [kept.append_column(_ORIGIN, pa.array([0] * kept.num_rows, pa.int8())),
+             ins.append_column(_ORIGIN, pa.array([1] * ins.num_rows, pa.int8()))]
+    if not complete and table.num_rows:
+        # the old last row: new rows after it are left out (rows never held may come first)
+        last = table.slice(table.num_rows - 1)
+        parts.append(last.append_column(_ORIGIN, pa.array([2], pa.int8())))
+    merged = sort_rows(pa.concat_tables(parts), keys)
+    origin = merged.column(_ORIGIN).to_numpy()
+    if not complete and table.num_rows:
+        boundary = int((origin == 2).nonzero()[0][0])
+        keep = [o == 0 or (o == 1 and i < boundary) for i, o in enumerate(origin)]
+        merged = merged.filter(pa.array(keep, pa.bool_()))
+    merged = merged.drop_columns([_ORIGIN])
+    cap = capacity(top)
+    now_complete = complete and merged.num_rows <= cap
+    merged = merged.slice(0, cap)
+    return merged, now_complete, (not now_complete) and merged.num_rows < top.wanted
+
+
+def visible(table: pa.Table, top: TopN) -> pa.Table:
+    """The result rows: offset .. offset + limit of the ordered table."""
+    return table.slice(top.offset, top.limit)
+
+
+def prefilter_sql(rows_sql: str, top: TopN, keys: SortKeys, types: Dict[str, str]) -> str:
+    """Spark SQL keeping the first capacity + 1 rows of `rows_sql` (every row of the inner
+    query) in an order refining the view's (so they are a valid start of it; the driver
+    sorts them by the exact order). Columns of types Spark cannot order are left out."""
+    order = ", ".join(f"{q(c)} {'DESC' if d else 'ASC'} NULLS {'FIRST' if n else 'LAST'}"
+                      for c, d, n in keys if not _complex(types.get(c, "")))
+    rank = "__viewlet_rank"
+    over = f"ORDER BY {order or 1}"
+    return (f"SELECT * EXCEPT ({rank}) FROM (SELECT *, ROW_NUMBER() OVER ({over}) AS {rank} "
+            f"FROM ({rows_sql})) WHERE {rank} <= {capacity(top) + 1}")
+
+
+def _complex(spark_type: str) -> bool:
+    return spark_type.startswith(("array", "map", "struct"))
+
+
+def stats_of(previous: Dict) -> Dict:
+    """The ordered table's state after the previous batch (CREATE's stats for batch 1)."""
+    return dict((previous or {}).get(STATS) or {"complete": False})
+
+
+__all__ = ["capacity", "sort_keys", "identity_columns", "sort_rows", "first_rows", "maintain",
+           "visible", "prefilter_sql", "stats_of", "STATS"]

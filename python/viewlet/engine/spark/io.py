@@ -1,0 +1,81 @@
+"""Moving data between Delta (through the TableStore) and Spark DataFrames."""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from ...storage.base import Snapshot, TableStore
+from ...storage.deltars import plain_types
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+    plain = plain_types(pa.table({f.name: pa.array([], f.type) for f in arrow_schema})).schema
+    return from_arrow_schema(plain)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return to_arrow_schema(schema)
+
+
+def snapshot_frame(spark: SparkSession, snap: Snapshot, columns: Optional[Iterable[str]] = None) -> DataFrame:
+    """A Delta snapshot as a DataFrame: Spark reads exactly the snapshot's Parquet files."""
+    schema = spark_schema(snap.schema)
+    if not snap.files:
+        df = spark.createDataFrame([], schema)
+    else:
+        reader = spark.read.schema(schema)
+        if snap.partition_columns:
+            reader = reader.option("basePath", _base_path(snap))
+        df = reader.parquet(*snap.files)
+        if snap.deleted:
+            df = _without_deleted(spark, df, snap)
+    if columns is not None:
+        df = df.select(*[f"`{c.replace('`', '``')}`" for c in columns])
+    return df
+
+
+def _without_deleted(spark: SparkSession, df: DataFrame, snap: Snapshot) -> DataFrame:
+    """The rows deletion vectors have not deleted: Parquet's row index per file (Spark's
+    `_metadata` column), anti-joined with the deleted (file, row) pairs, on the executors."""
+    rows = [(name, i) for name, gone in snap.deleted.items() for i in gone]
+    deleted = spark.createDataFrame(rows, "__viewlet_file string, __viewlet_row long")
+    tagged = df.select("*", df["_metadata.file_name"].alias("__viewlet_file"),
+                       df["_metadata.row_index"].alias("__viewlet_row"))
+    kept = tagged.join(deleted, ["__viewlet_file", "__viewlet_row"], "left_anti")
+    return kept.drop("__viewlet_file", "__viewlet_row")
+
+
+def read_table(spark: SparkSession, store: TableStore, path: str, version: Optional[int] = None,
+               columns: Optional[Iterable[str]] = None) -> DataFrame:
+    return snapshot_frame(spark, store.snapshot(path, version), columns)
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table, schema: Optional[StructType] = None) -> DataFrame:
+    table = plain_types(table)
+    if table.num_rows == 0:
+        return spark.createDataFrame([], schema or spark_schema(table.schema))
+    # one chunk per column: a table concatenated from a file's rows and computed rows came
+    # back from createDataFrame with the first chunk's rows only (pyspark 4.0.1)
+    df = spark.createDataFrame(table.combine_chunks())
+    return df
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """UNION ALL by column name of one or more DataFrames."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def frame_arrow(df: DataFrame) -> pa.Table:
+    return plain_types(df.toArrow())
+
+
+def _base_path(snap: Snapshot) -> str:
+    return snap.path.rstrip("/")
