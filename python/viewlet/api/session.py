@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Optional
+from typing import Dict, Optional
 
 from pyspark.sql import SparkSession
 
@@ -22,8 +22,21 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
                     delta_spark: bool = False) -> SparkSession.Builder:
     """Add Viewlet's extension jar and parser hook to a session builder (like delta's
     configure_spark_with_delta_pip, with which it composes in either order: both append to
-    spark.sql.extensions). `delta_spark=True` also adds Delta Lake's extension, DeltaCatalog
-    and its jar (docs/delta-sessions.md). Call viewlet.enable(spark) once the session exists."""
+    spark.sql.extensions). Call viewlet.enable(spark) once the session exists.
+
+    Args:
+        builder: the ``SparkSession.builder`` to configure.
+        warehouse: directory or URI of the views' tables (``spark.viewlet.warehouse``);
+            default ``./viewlet-warehouse`` at enable time.
+        delta_spark: also add Delta Lake's extension, DeltaCatalog and its jar from Maven
+            Central (docs/delta-sessions.md).
+
+    Returns:
+        The builder, for chaining.
+
+    Raises:
+        ViewletError: the jar cannot be built or loaded into this process's JVM.
+    """
     from ..jvm import jar_path
     from ..jvm.running import ensure_loadable
     jar = jar_path()
@@ -47,7 +60,20 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
 
 
 def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
-    """Connect this session's Viewlet DDL to Python; returns the Viewlet context."""
+    """Connect this session's Viewlet statements (CREATE/REFRESH/... INCREMENTAL VIEW) to
+    Python and publish the warehouse's views in the session's catalog.
+
+    Args:
+        spark: a session built with ``configure_spark``.
+        warehouse: overrides ``spark.viewlet.warehouse`` for this session.
+
+    Returns:
+        The Viewlet handle (``refresh``, ``explain``, ``describe``, ``load``, ...).
+
+    Raises:
+        ViewletError: the session was built without Viewlet's extension (the message says
+            how to add it).
+    """
     global _current
     jvm = spark.sparkContext._jvm
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
@@ -95,6 +121,12 @@ def follow_restart(ctx: Viewlet, spark: Optional[SparkSession] = None) -> Viewle
 
 
 def context(spark: Optional[SparkSession] = None) -> Viewlet:
+    """The Viewlet handle ``enable`` returned for this session (the last one enabled when
+    `spark` is None); follows a session restarted in this process.
+
+    Raises:
+        NotEnabledError: Viewlet was not enabled on the session.
+    """
     if _current is not None and spark is not None:
         follow_restart(_current, spark)
     if _current is None or (spark is not None and _current.spark is not spark
@@ -107,6 +139,20 @@ def context(spark: Optional[SparkSession] = None) -> Viewlet:
     return _current
 
 
-def register_table(spark: SparkSession, name: str, path: str, replace: bool = False):
-    """Give the Delta table at `path` a name usable in view definitions and queries."""
+def register_table(spark: SparkSession, name: str, path: str, replace: bool = False) -> Dict:
+    """Give the Delta table at `path` a name usable in view definitions and queries.
+
+    Args:
+        spark: a session Viewlet is enabled on.
+        name: the table's name (Spark's identifier rules).
+        path: directory or URI of an existing Delta table.
+        replace: re-point an existing name.
+
+    Returns:
+        The catalog entry written (name, location).
+
+    Raises:
+        NotEnabledError: Viewlet was not enabled on the session.
+        ViewletError: no Delta table at `path`, or the name is taken and `replace` is False.
+    """
     return context(spark).register_table(name, path, replace)

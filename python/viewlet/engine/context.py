@@ -85,12 +85,31 @@ class EngineContext:
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
                     enable_change_data_feed: Optional[bool] = None) -> Dict:
-        """`caches`: keep inequality-correlated nested queries as view caches
-        (compiler/caches.py). `map_writes`: how a batch writes its map deltas, 'append'
-        (appended and compacted now and then) or 'merge' (one MERGE per map; engine/maps.py).
-        `engine`: where batches run, 'auto', 'local' or 'spark' (engine/targets.py); None:
-        the session's spark.viewlet.engine, else auto. `enable_change_data_feed`: True lets
-        CREATE turn on base tables' change data feeds; None: `auto_enable_change_feed`."""
+        """CREATE INCREMENTAL VIEW from Python: compile, load the maps, publish the view.
+
+        Args:
+            name: the view's name (Spark's identifier rules).
+            sql: its defining SELECT.
+            depth: maintenance depth (None: unlimited, higher-order; 1: first-order; 0:
+                recompute).
+            if_not_exists: do nothing when the view exists.
+            caches: keep inequality-correlated nested queries as view caches
+                (compiler/caches.py).
+            map_writes: how a batch writes its map deltas, 'append' (appended and compacted
+                now and then) or 'merge' (one MERGE per map; engine/maps.py).
+            engine: where batches run, 'auto', 'local', 'spark' or 'distributed'
+                (engine/targets.py); None: the session's spark.viewlet.engine, else auto.
+            enable_change_data_feed: True lets CREATE turn on base tables' change data
+                feeds; None: `auto_enable_change_feed`.
+
+        Returns:
+            The statement's result row (view, status, maps, rows).
+
+        Raises:
+            UnsupportedSQL: a construct Viewlet cannot maintain (named, with its position).
+            TableNotFound, ChangeFeedError, ViewAlreadyExists, ViewletError: as their
+                messages say; nothing is left half-built.
+        """
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
         if map_writes not in MAP_WRITES:
@@ -107,8 +126,23 @@ class EngineContext:
 
     @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
     def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
-        """One batch (`full`: a rebuild); a refresh that fails is recorded in the view's
-        history before the error is raised."""
+        """REFRESH INCREMENTAL VIEW: apply the base tables' commits since the last batch as
+        one batch, exactly once (`full`: rebuild from the base tables).
+
+        Args:
+            name: the view.
+            full: recompute the view and its maps (REFRESH ... FULL).
+            max_commits: at most this many commits per base table in the batch.
+
+        Returns:
+            The statement's result row (batch, target, rows changed, timings).
+
+        Raises:
+            ViewNotFound: no such view.
+            ChangeFeedError: a base table's change feed is off or its history vacuumed.
+            ViewletError: the batch failed; it is recorded in the view's history and nothing
+                of it is applied (the next REFRESH plans it again).
+        """
         try:
             if full:
                 from .rebuild import rebuild_view
@@ -140,12 +174,24 @@ class EngineContext:
             self._continuous.stop(name, timeout)
 
     def drop_view(self, name: str, if_exists: bool = False) -> Dict:
+        """DROP INCREMENTAL VIEW: the view, its maps and its catalog entry.
+
+        Raises:
+            ViewNotFound: no such view and not `if_exists`.
+            ViewletError: other views read this one (drop them first).
+        """
         return views.drop_view(self, name, if_exists)
 
     def view_names(self) -> List[str]:
+        """The names of the warehouse's incremental views."""
         return [e.name for e in self.catalog.entries("view")]
 
     def load(self, name: str) -> "views.LoadedView":
+        """The view's catalog entry, compiled program and manifest (batches, history).
+
+        Raises:
+            ViewNotFound: no such view.
+        """
         entry = self.catalog.find(name, "view")
         if entry is None:
             raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
