@@ -22,10 +22,13 @@ def show(node) -> str:
     if isinstance(node, Lift):
         return f"({node.var} := {node.expr.key})"
     if isinstance(node, Nested):
+        # flags printed when set: (x := null_safe Sum[g](...)) and (x := Sum[g](...)) differ
+        flags = "".join(f"{name} " for name, on in (("null_safe", node.null_safe),
+                                                    ("cached", node.cached)) if on)
         if node.kind == SUM:
-            return f"({node.var} := {show(node.query)})"
+            return f"({node.var} := {flags}{show(node.query)})"
         # the multiset's value variable named: (x := MIN[v] Sum[inputs, v](...))
-        return f"({node.var} := {node.kind.upper()}[{node.value_var}] {show(node.query)})"
+        return f"({node.var} := {flags}{node.kind.upper()}[{node.value_var}] {show(node.query)})"
     if isinstance(node, Groups):
         return f"Groups[{', '.join(node.query.group)}]({show(node.query)})"
     if isinstance(node, Domain):
