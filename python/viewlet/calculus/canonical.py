@@ -16,7 +16,7 @@ from .printer import show, show_monomial
 
 def _shape(atom) -> str:
     free = sorted(atom.free_vars())
-    return show(rename_atom(atom, {v: "?" for v in free}))
+    return show(rename_atom(atom, {v: "?" for v in free}), flags=False)
 
 
 def canonicalize(query: Query, relations_first: bool = False) -> Tuple[str, Tuple[str, ...]]:
@@ -42,9 +42,15 @@ def canonicalize(query: Query, relations_first: bool = False) -> Tuple[str, Tupl
     for v in query.group:
         name(v)
     keys = tuple(sorted(query.group, key=lambda v: int(names[v][1:])))
-    body = " + ".join(sorted(show_monomial(Monomial(m.coef, tuple(sorted(
-        (rename_atom(a, names) for a in m.atoms), key=show)))) for m in monos))
-    return f"[{', '.join(names[k] for k in keys)}] {body}", keys
+    renamed = [Monomial(m.coef, tuple(sorted((rename_atom(a, names) for a in m.atoms),
+                                             key=lambda a: show(a, flags=False))))
+               for m in monos]
+    body = " + ".join(sorted(show_monomial(m, flags=False) for m in renamed))
+    # Nested aggregates' flags tell maps apart without changing the text above, from which
+    # existing views' map names follow (views are recompiled from their SQL when loaded).
+    flagged = " + ".join(sorted(show_monomial(m) for m in renamed))
+    marks = f" | {flagged}" if flagged != body else ""
+    return f"[{', '.join(names[k] for k in keys)}] {body}{marks}", keys
 
 
 def _ordered_vars(atom):

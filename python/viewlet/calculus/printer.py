@@ -5,7 +5,9 @@ from .ir import (MAP_VALUE, SUM, Add, Const, Cond, DeltaRel, Domain, Groups, Lif
                  Sum, Value)
 
 
-def show(node) -> str:
+def show(node, flags: bool = True) -> str:
+    """The node as text; `flags=False` leaves out nested aggregates' null_safe / cached flags
+    (the text canonical forms order atoms by, unchanged since before flags were printed)."""
     if isinstance(node, Rel):
         return f"{node.table}({_bindings(node)})"
     if isinstance(node, DeltaRel):
@@ -23,26 +25,26 @@ def show(node) -> str:
         return f"({node.var} := {node.expr.key})"
     if isinstance(node, Nested):
         # flags printed when set: (x := null_safe Sum[g](...)) and (x := Sum[g](...)) differ
-        flags = "".join(f"{name} " for name, on in (("null_safe", node.null_safe),
-                                                    ("cached", node.cached)) if on)
+        marks = "".join(f"{name} " for name, on in (("null_safe", node.null_safe),
+                                                    ("cached", node.cached)) if on and flags)
         if node.kind == SUM:
-            return f"({node.var} := {flags}{show(node.query)})"
+            return f"({node.var} := {marks}{show(node.query, flags)})"
         # the multiset's value variable named: (x := MIN[v] Sum[inputs, v](...))
-        return f"({node.var} := {flags}{node.kind.upper()}[{node.value_var}] {show(node.query)})"
+        return f"({node.var} := {marks}{node.kind.upper()}[{node.value_var}] {show(node.query, flags)})"
     if isinstance(node, Groups):
-        return f"Groups[{', '.join(node.query.group)}]({show(node.query)})"
+        return f"Groups[{', '.join(node.query.group)}]({show(node.query, flags)})"
     if isinstance(node, Domain):
-        return f"Dom[{', '.join(node.query.group)}]({show(node.query)})"
+        return f"Dom[{', '.join(node.query.group)}]({show(node.query, flags)})"
     if isinstance(node, Sum):
-        return f"Sum[{', '.join(node.group)}]({show(node.body)})"
+        return f"Sum[{', '.join(node.group)}]({show(node.body, flags)})"
     if isinstance(node, Add):
-        return " + ".join(show(t) for t in node.terms) or "0"
+        return " + ".join(show(t, flags) for t in node.terms) or "0"
     if isinstance(node, Mul):
-        return " * ".join(_paren(f) for f in node.factors)
+        return " * ".join(_paren(f, flags) for f in node.factors)
     if isinstance(node, Monomial):
-        return show_monomial(node)
+        return show_monomial(node, flags=flags)
     if isinstance(node, Query):
-        body = " + ".join(show_monomial(m) for m in node.monomials) or "0"
+        body = " + ".join(show_monomial(m, flags=flags) for m in node.monomials) or "0"
         return f"Sum[{', '.join(node.group)}]({body})"
     raise TypeError(type(node).__name__)
 
@@ -52,13 +54,13 @@ def _bindings(atom) -> str:
     return ", ".join(f"{c}: {v}" for c, v in zip(atom.columns, atom.vars))
 
 
-def show_monomial(m: Monomial, signed: bool = False) -> str:
-    parts = [show(a) for a in m.atoms]
+def show_monomial(m: Monomial, signed: bool = False, flags: bool = True) -> str:
+    parts = [show(a, flags) for a in m.atoms]
     if m.coef != 1 or not parts:
         parts.insert(0, str(m.coef))
     return " * ".join(parts).replace("`", "")
 
 
-def _paren(node) -> str:
-    text = show(node)
+def _paren(node, flags: bool) -> str:
+    text = show(node, flags)
     return f"({text})" if isinstance(node, Add) else text
