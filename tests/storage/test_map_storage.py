@@ -1,5 +1,5 @@
 """Map storage without Spark: file statistics and skipping, the clustered writer, rewrite
-conflicts, vacuum, appended deltas, summing rows by key (NULL keys equal), cluster order."""
+conflicts, vacuum, appended deltas, cluster order (sums by key: test_arrow.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from viewlet.engine import maps
-from viewlet.engine.keyed import add_rows, key_lookups, read_keys
+from viewlet.engine.keyed import key_lookups, read_keys
 from viewlet.storage.base import FileStats, Snapshot
 from viewlet.storage.deltars import DeltaRsStore
 
@@ -99,17 +99,8 @@ def test_rewrite_replaces_the_files_it_read_and_vacuum_keeps_pinned_versions(sto
     assert store.read_arrow(path).num_rows == 12
 
 
-def test_add_rows_sums_by_key_with_null_keys_equal():
-    old = pa.table({"k": pa.array([1, None, 3], pa.int64()),
-                    "v": pa.array([Decimal("1.10"), Decimal("2.00"), Decimal("5.00")],
-                                  pa.decimal128(38, 2))})
-    delta = pa.table({"k": pa.array([None, 1, 1, 4], pa.int64()),
-                      "v": pa.array([Decimal("-2.00"), Decimal("0.90"), Decimal("1.00"),
-                                     Decimal("7.00")], pa.decimal128(38, 2))})
-    out = add_rows(old, delta, ["k"], ["v"]).sort_by([("k", "ascending")])
-    assert out.to_pylist() == [{"k": 1, "v": Decimal("3.00")}, {"k": 4, "v": Decimal("7.00")},
-                               {"k": None, "v": Decimal("0.00")}]
-    assert out.schema == delta.schema
+def test_key_lookups_give_each_key_column_its_values_and_whether_null_occurs():
+    delta = pa.table({"k": pa.array([None, 1, 1, 4], pa.int64())})
     assert key_lookups(delta, ["k"]) == {"k": ({1, 4}, True)}
 
 
@@ -118,15 +109,6 @@ def test_read_keys_returns_the_rows_of_the_keys_not_whole_files(store, tmp_path)
     store.create(path, _table(list(range(100))), rows_per_file=25)
     got = read_keys(store, path, 0, _table([3, 4, 90]), ["k0"])
     assert sorted(got.column("k0").to_pylist()) == [3, 4, 90]
-
-
-def test_sum_rows_drops_keys_whose_zero_column_sums_to_zero():
-    data = pa.table({"k": pa.array([1, 1, 2, None, None], pa.int64()),
-                     "__count": pa.array([1, -1, 2, 1, 1], pa.int64()),
-                     "s": pa.array([5, -5, 3, 1, 1], pa.int64())})
-    out = maps.sum_rows(data, ["k"], ["__count", "s"], ["__count"])
-    assert sorted(out.to_pylist(), key=str) == sorted(
-        [{"k": 2, "__count": 2, "s": 3}, {"k": None, "__count": 2, "s": 2}], key=str)
 
 
 def test_sort_rows_puts_the_cluster_key_first_and_nulls_first():
@@ -167,9 +149,7 @@ def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
     """Two refreshers of one batch may both compact and vacuum a map: the vacuum that loses
     Delta's conflict check deletes nothing and raises nothing (the next batch vacuums)."""
     from deltalake import DeltaTable
-
-    class CommitFailedError(Exception):       # delta-rs's error, matched by name
-        pass
+    from deltalake.exceptions import CommitFailedError
 
     def conflicting(self, *args, **kwargs):
         raise CommitFailedError("a concurrent transaction deleted data this operation read")

@@ -12,6 +12,7 @@ from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import Program
 from ..plan.batch import TAG, Phase
 from ..plan.lower import MULT, q
+from ..storage.arrow import sum_by_key
 from .leaves import ArrowLeaves, SparkLeaves
 from .manifest import BatchRecord
 
@@ -156,14 +157,14 @@ def _run_phases(view, plan, inputs, execute, stats) -> Dict[str, pa.Table]:
             for target, tables in phase_pieces.items():
                 key = (target, phase.relations[-1])     # a trigger may take several queries
                 collected.setdefault(key, []).extend(tables)
-                inputs.pending[key] = sum_pieces(view, target, collected[key])
+                inputs.pending[key] = _map_delta(view, target, collected[key])
         for target, tables in phase_pieces.items():
             pieces.setdefault(target, []).extend(tables)
         seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
     stats["map_reads"] = inputs.reads
     stats["phases"] = len(plan.phases)
     t0 = time.perf_counter()
-    out = {target: sum_pieces(view, target, tables) for target, tables in pieces.items()}
+    out = {target: _map_delta(view, target, tables) for target, tables in pieces.items()}
     seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
     return out
 
@@ -191,26 +192,12 @@ def split_packed(view, plan: Phase, packed: pa.Table) -> Dict[str, List[pa.Table
     return pieces
 
 
-def sum_pieces(view, target: str, tables: List[pa.Table]) -> pa.Table:
+def _map_delta(view, target: str, tables: List[pa.Table]) -> pa.Table:
+    """The pieces of map `target`'s delta as one row per key; keys whose values all sum to
+    0 dropped (a delta row that changes nothing)."""
     schema = view.map_schema(target)
-    data = pa.concat_tables(tables)
     values = list(schema.values)
-    if schema.keys:
-        summed = data.group_by(schema.keys, use_threads=False).aggregate([(c, "sum") for c in values])
-        summed = summed.rename_columns([f"{c}_sum" if c in values else c for c in summed.column_names])
-    else:
-        summed = pa.table({f"{c}_sum": [pc.sum(data.column(c)).as_py()] for c in values},
-                          schema=pa.schema([(f"{c}_sum", data.schema.field(c).type) for c in values]))
-    cols = {k: summed.column(k) for k in schema.keys}
-    for c in values:
-        col = summed.column(f"{c}_sum")
-        cols[c] = pc.fill_null(col, pa.scalar(0, col.type)).cast(data.schema.field(c).type)
-    out = pa.table(cols, schema=data.schema)
-    nonzero = None
-    for c in values:
-        test = pc.not_equal(out.column(c), pa.scalar(0, out.schema.field(c).type))
-        nonzero = test if nonzero is None else pc.or_(nonzero, test)
-    return out.filter(nonzero)
+    return sum_by_key(pa.concat_tables(tables), schema.keys, values, values)
 
 
 def sum_by_keys(df, keys, values: Dict[str, str]):

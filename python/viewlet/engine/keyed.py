@@ -3,14 +3,13 @@ rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..storage.base import Snapshot, prunable
-
-_TOUCHED = "__viewlet_touched"
+from ..storage.arrow import prunable
+from ..storage.base import Snapshot
 
 
 def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
@@ -68,26 +67,6 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -
             mask = test if mask is None else pc.and_(mask, test)
         parts.append(rows if mask is None else rows.filter(mask))
     return pa.concat_tables(parts) if parts else store.read_files(snap)
-
-
-def add_rows(old: pa.Table, delta: pa.Table, keys: Sequence[str], values: List[str]) -> pa.Table:
-    """For each key of `delta`: its `old` values plus its delta values (old rows of other
-    keys are left out)."""
-    schema = delta.schema
-    old = old.select(list(keys) + values).cast(schema)
-    data = pa.concat_tables([
-        old.append_column(_TOUCHED, pa.array([0] * old.num_rows, pa.int8())),
-        delta.select(list(keys) + values).append_column(_TOUCHED, pa.array([1] * delta.num_rows, pa.int8())),
-    ])
-    summed = data.group_by(list(keys), use_threads=False).aggregate(
-        [(v, "sum") for v in values] + [(_TOUCHED, "max")])
-    summed = summed.filter(pc.equal(summed.column(f"{_TOUCHED}_max"), 1))
-    cols = {k: summed.column(k) for k in keys}
-    for v in values:
-        col = summed.column(f"{v}_sum")
-        cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(schema.field(v).type)
-    return pa.table(cols, schema=schema)
-
 
 
 def pad_groups(delta: Optional[pa.Table], schema: pa.Schema, keys: Sequence[str],

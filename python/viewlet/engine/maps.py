@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from ..calculus.ir import Domain, Groups, MapRef, Nested
 from ..compiler.program import Program
 from ..plan.lower import batch_origins
+from ..storage.arrow import sum_by_key
 
 ROWS_PER_FILE = 32768
 MAX_FILES = 64
@@ -77,25 +78,6 @@ def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: 
     rows = sort_rows(data, keys, order)
     store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows))
     return rows
-
-
-def sum_rows(data: pa.Table, keys: Sequence[str], values: Sequence[str],
-             zero: Sequence[str]) -> pa.Table:
-    """One row per key with the summed values; keys whose `zero` columns all sum to 0
-    dropped."""
-    if data.num_rows == 0:
-        return data
-    summed = data.group_by(list(keys), use_threads=False).aggregate([(v, "sum") for v in values])
-    cols = {k: summed.column(k) for k in keys}
-    for v in values:
-        col = summed.column(f"{v}_sum")
-        cols[v] = pc.fill_null(col, pa.scalar(0, col.type)).cast(data.schema.field(v).type)
-    out = pa.table(cols, schema=data.schema)
-    kept = None
-    for c in zero:
-        test = pc.not_equal(out.column(c), pa.scalar(0, out.schema.field(c).type))
-        kept = test if kept is None else pc.or_(kept, test)
-    return out.filter(kept)
 
 
 class MapLayout:
@@ -157,7 +139,7 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
             rows = store.read_files(snap)
         except OSError:          # a concurrent compaction vacuumed this version's files: it won
             return None
-    data = sort_rows(sum_rows(rows, keys, values, zero), keys, order)
+    data = sort_rows(sum_by_key(rows, keys, values, zero), keys, order)
     if not store.rewrite(path, data, snap.version, rows_per_file(data.num_rows), metadata):
         return None
     after = store.snapshot(path, store.version(path))

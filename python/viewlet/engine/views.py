@@ -23,8 +23,9 @@ from ..frontend.translator import COUNT_COLUMN
 from ..frontend.multisets import AVG_DISTINCT
 from ..frontend.subqueries import TOO_MANY_ROWS
 from ..plan.batch import BatchPlan, build_plan
+from ..storage.arrow import add_at_keys, sum_by_key
 from .batch import relation_columns, run_triggers, sum_by_keys
-from .keyed import add_rows, pad_groups
+from .keyed import pad_groups
 from .spark.catalog_views import result_properties
 from . import (chain, distributed, drift, faults, hot, initial_load, lease, maps, ordered,
                published, windowed)
@@ -814,9 +815,9 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
                              [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
                               for m in _result_maps(view)[1:] if deltas.get(m) is not None])
-    new_state = add_rows(hot.rows_by_keys(view, state_name, record.map_versions[state_name],
-                                          delta_state, schema.keys),
-                         delta_state, schema.keys, list(schema.values))
+    new_state = add_at_keys(hot.rows_by_keys(view, state_name, record.map_versions[state_name],
+                                             delta_state, schema.keys),
+                            delta_state, schema.keys, list(schema.values))
     multisets = {}
     for name, param in multiset_params(view.compiled.spec).items():
         ms_schema = view.map_arrow_schema(name)
@@ -868,9 +869,9 @@ def _window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     old = hot.rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
     old = windowed.rows_in_units(old, unit_keys, units, unit_keys)
     arrow = view.map_arrow_schema(state_name)
-    state = maps.sum_rows(pa.concat_tables([old.select(arrow.names).cast(arrow),
-                                            delta_state.select(arrow.names).cast(arrow)]),
-                          schema.keys, list(schema.values), _zero_columns(view, state_name))
+    state = sum_by_key(pa.concat_tables([old.select(arrow.names).cast(arrow),
+                                         delta_state.select(arrow.names).cast(arrow)]),
+                       schema.keys, list(schema.values), _zero_columns(view, state_name))
     multisets = {}
     for name, param in multiset_params(view.compiled.spec).items():
         ms_schema = view.map_arrow_schema(name)
@@ -952,8 +953,8 @@ def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tab
         parts = [rows.select(arrow.names).cast(arrow)]
         if deltas.get(name) is not None:
             parts.append(deltas[name].select(arrow.names).cast(arrow))
-        out[name] = maps.sum_rows(pa.concat_tables(parts), schema.keys, list(schema.values),
-                                  _zero_columns(view, name))
+        out[name] = sum_by_key(pa.concat_tables(parts), schema.keys, list(schema.values),
+                               _zero_columns(view, name))
     state = out.pop(view.spec["view_map"])
     if inner_layout(view.spec)["global"] and state.num_rows == 0:     # one row, over no rows
         state = pa.table({f.name: pa.array([0], f.type) for f in state.schema}, schema=state.schema)

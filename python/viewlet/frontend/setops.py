@@ -25,10 +25,10 @@ branch casts to the widened type, so the union's variables have one type in ever
 """
 from __future__ import annotations
 
-import re
 from typing import List, Optional
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from ..calculus.ir import Add, Cond, Groups, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
@@ -276,7 +276,6 @@ def _add_instance(tr, derived, node: exp.Subquery):
 # -- Spark's type widening for UNION columns (TypeCoercion.findWiderTypeForTwo) -------------
 
 _INTEGRAL = {"tinyint": (3, 1), "smallint": (5, 2), "int": (10, 3), "bigint": (20, 4)}
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
 
 def wider_type(types: List[Optional[str]]) -> Optional[str]:
@@ -313,9 +312,16 @@ _FRACTIONAL = {"float", "double"}
 
 
 def _as_decimal(t: str):
-    m = _DECIMAL.fullmatch(t.replace(" ", ""))
-    if m:
-        return int(m.group(1)), int(m.group(2))
+    """(precision, scale) of decimal(p,s), or of the decimal an integral type widens to;
+    None for other types (and for a decimal written without both precision and scale)."""
     if t in _INTEGRAL:
         return _INTEGRAL[t][0], 0
+    try:
+        parsed = exp.DataType.build(t, dialect="spark")
+    except SqlglotError:
+        return None
+    params = [p.this for p in parsed.expressions]
+    if parsed.this == exp.DataType.Type.DECIMAL and len(params) == 2 and \
+            all(isinstance(p, exp.Literal) and p.is_int for p in params):
+        return int(params[0].name), int(params[1].name)
     return None

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
+from .arrow import plain_types
 from .base import (ChangeFile, Commit, DataFile, FileStats, Snapshot, TableState, TableStore,
                    Txn)
 from .update_feed import (SIGN_COLUMN, CommitLog, change_files,
@@ -44,11 +45,17 @@ def _done(dt, txn: Optional[Txn]) -> bool:
     return seen is not None and seen >= txn[1]
 
 
+def _conflicted(e: BaseException) -> bool:
+    """Whether `e` is delta-rs's report that a concurrent commit conflicted with ours."""
+    from deltalake.exceptions import CommitFailedError
+    return isinstance(e, CommitFailedError)
+
+
 def _committing(path: str, fn):
     try:
         return fn()
     except Exception as e:
-        if type(e).__name__ == "CommitFailedError":
+        if _conflicted(e):
             raise ConcurrentUpdate(
                 f"Another writer committed to {path} at the same time ({e}). Nothing was "
                 "applied twice; run the statement again.") from None
@@ -58,22 +65,6 @@ def _committing(path: str, fn):
 def quote(name: str) -> str:
     """A column name as a DataFusion SQL identifier (used in MERGE predicates)."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def plain_types(table: pa.Table) -> pa.Table:
-    """Cast Arrow types Spark cannot take (string_view, uint64, ...) to plain ones."""
-    fields = []
-    changed = False
-    for f in table.schema:
-        t = f.type
-        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-            t, changed = pa.string(), True
-        elif pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
-            t, changed = pa.binary(), True
-        elif pa.types.is_uint64(t) or pa.types.is_uint32(t):
-            t, changed = pa.int64(), True
-        fields.append(pa.field(f.name, t, f.nullable))
-    return table.cast(pa.schema(fields)) if changed else table
 
 
 class DeltaRsStore(TableStore):
@@ -149,6 +140,7 @@ class DeltaRsStore(TableStore):
                 del self._snapshots[key]
 
     def _commit_mark(self, dt, version: int) -> Optional[str]:
+        # The log entry itself: history() gives no count of a commit's actions.
         actions = _commit_log(dt, self.options).actions(version)
         if actions is None:
             return None
@@ -273,6 +265,7 @@ class DeltaRsStore(TableStore):
                                after_version, to_version, self.options)
 
     def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
+        # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
         dt = self._table(path)
         schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
         log = _commit_log(dt, self.options)
@@ -283,6 +276,7 @@ class DeltaRsStore(TableStore):
         return pa.concat_tables(parts)
 
     def change_files(self, path, after_version, to_version, from_files=False):
+        # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
         dt = self._table(path)
         log = _commit_log(dt, self.options)
         out: List[ChangeFile] = []
@@ -293,6 +287,7 @@ class DeltaRsStore(TableStore):
         return out
 
     def change_rows_estimate(self, path, after_version, to_version):
+        # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
         log = _commit_log(self._table(path), self.options)
         total = 0
         for v in range(after_version + 1, to_version + 1):
@@ -387,7 +382,7 @@ class DeltaRsStore(TableStore):
                                         commit_properties=_commit(None, metadata))
         except Exception as e:
             _delete_files(path, [a.path for a in actions], self.options)
-            if type(e).__name__ == "CommitFailedError":
+            if _conflicted(e):
                 return False
             raise
         return True
@@ -401,7 +396,7 @@ class DeltaRsStore(TableStore):
         except Exception as e:
             # A concurrent writer committed meanwhile (another refresher of the same batch):
             # vacuuming is housekeeping, the next batch does it.
-            if type(e).__name__ == "CommitFailedError":
+            if _conflicted(e):
                 return 0
             raise
 
@@ -418,6 +413,7 @@ class DeltaRsStore(TableStore):
         return dt.version()              # the handle now stands at the commit it made
 
     def appended_rows(self, path, after_version, to_version):
+        # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
         dt = self._table(path)
         log = _commit_log(dt, self.options)
         schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
@@ -481,6 +477,7 @@ class DeltaRsStore(TableStore):
         return self._table(path).transaction_version(app_id)
 
     def commits(self, path, after_version, to_version):
+        # Raw log entries: history() returns commitInfo without the commit's txn actions.
         log = _commit_log(self._table(path), self.options)
         out = []
         for v in range(after_version + 1, to_version + 1):
@@ -723,6 +720,7 @@ def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: i
     the files those commits replaced (update_feed.py): delta-rs UPDATEs (wrong on tables with
     duplicate rows) and deletes written as deletion vectors."""
     import pyarrow.compute as pc
+    # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
     log = _commit_log(dt, options)
     unreliable = {}
     for v in range(after_version + 1, to_version + 1):

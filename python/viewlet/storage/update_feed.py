@@ -30,6 +30,12 @@ SIGN_COLUMN = "_viewlet_sign"
 class CommitLog:
     """Reads single commit files of a table's _delta_log.
 
+    By hand because deltalake 1.6.6 has no API for one commit's actions: get_add_actions
+    gives a version's files (not what a commit added or removed, nor its cdc files and
+    deletion vectors), load_cdf gives rows, history() gives commitInfo only (no txn actions,
+    no action count). A commit whose file the log cleanup removed reads as None, whatever
+    checkpoints hold.
+
     `filesystem` is a pyarrow filesystem rooted at the table that carries the store's
     credentials (storage/deltars.py `_filesystem`, for object stores); None reads a table on
     the local file system."""

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 
 import pyarrow as pa
 
-from ...storage.deltars import plain_types
+from ...storage.arrow import plain_types
 
 
 class LocalEngineError(Exception):

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...storage.arrow import sum_by_key
+
 Lookups = Dict[str, Tuple[Set, bool]]       # key column -> (values, whether NULL is looked up)
 
 #: the tail is folded into the base when it holds more rows than this and than the base
@@ -156,9 +158,8 @@ class HotMap:
             self.tail, self._indexes, self.version = [], {}, version
 
     def _fold(self):
-        from ..maps import sum_rows
         data = pa.concat_tables([self.base] + self.tail)
-        self.base = sum_rows(data, self.keys, self.values, self.zero).combine_chunks()
+        self.base = sum_by_key(data, self.keys, self.values, self.zero).combine_chunks()
         self.tail, self._indexes = [], {}
 
 

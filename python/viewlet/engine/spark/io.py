@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ...storage.base import Snapshot, TableStore
-from ...storage.deltars import plain_types
+from ...storage.arrow import plain_types
 
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
