@@ -4,11 +4,10 @@ The result is a ViewSpec: the view state's group variables, one calculus query p
 column (the row count, and per aggregate its sum and non-NULL count), the multisets of MIN /
 MAX / DISTINCT aggregates (frontend/multisets.py), and how the output columns are computed from
 them. Names are resolved against base tables (through a TableResolver); types come later
-from Spark itself. WITH clauses are inlined first (frontend/ctes.py).
+from Spark itself. The output types are in frontend/spec.py. WITH clauses are inlined first (frontend/ctes.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import sqlglot
@@ -22,73 +21,23 @@ from ..errors import UnsupportedSQL, ViewletError
 from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
-from .collects import Collect, collect_aggregate, explicit_separators
+from .collects import collect_aggregate, explicit_separators
 from .filters import rewrite_aggregate_filters
 from .grouping import grouping_call, grouping_sets, has_grouping_sets
-from .multisets import Multiset, ViewMultisets, multiset_aggregate
+from .multisets import ViewMultisets, multiset_aggregate
 from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
-from .ordering import TopN, split_order, resolve as resolve_order
+from .ordering import split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
 from .suggest import did_you_mean
 from .syntax import sqlglot_error
-from .windows import WindowLayer, split_windows, resolve as resolve_windows
-from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
+from .windows import split_windows, resolve as resolve_windows
+from .select_subqueries import (SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
+from .spec import COUNT_COLUMN, AggregateSpec, OutputColumn, ViewSpec
 from .tables import ColumnInfo, TableInfo, TableResolver
-
-COUNT_COLUMN = "__count"
-
-
-@dataclass
-class AggregateSpec:
-    kind: str                      # sum | count | count_star | avg, or a multiset kind:
-                                   # min | max | count_distinct | sum_distinct | avg_distinct
-    sql: str                       # the call as Spark SQL over base columns (type probes)
-    placeholder: str               # name standing for the aggregate in output expressions
-    sum_column: Optional[str]      # state column with the sum of non-NULL inputs
-    count_column: Optional[str]    # state column with the number of non-NULL inputs (None
-                                   # for multiset kinds)
-    multiset: Optional[str] = None  # multiset kinds: the ViewSpec.multisets entry read
-    collect: Optional[Collect] = None  # collect_list / collect_set / string_agg (collects.py)
-
-
-@dataclass
-class OutputColumn:
-    name: str
-    expr: Scalar                   # over group variables and aggregate placeholders
-
-
-@dataclass
-class ViewSpec:
-    sql: str
-    tables: Dict[str, TableInfo]           # relation name in the calculus -> table
-    group: Tuple[str, ...]                 # view state keys (variables)
-    columns: Dict[str, Query]              # view state value columns
-    aggregates: List[AggregateSpec]
-    outputs: List[OutputColumn]
-    having: Optional[Scalar]
-    is_aggregate: bool
-    from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
-    var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
-    distinct: bool = False                 # no aggregates, one row per distinct output row
-    # subqueries in SELECT / HAVING (frontend/select_subqueries.py): placeholders in the outputs,
-    # the state column of each nested aggregate they read, and a query Spark types them with
-    subqueries: List[SubqueryValue] = field(default_factory=list)
-    value_columns: Dict[str, str] = field(default_factory=dict)
-    subquery_probe: Optional[str] = None
-    # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
-    multisets: Dict[str, Multiset] = field(default_factory=dict)
-    # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
-    # (multiset, kind); the variable's value for a group is that aggregate of its multiset
-    value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
-    # ORDER BY ... LIMIT of the query (frontend/ordering.py): the result keeps those rows only
-    top_n: Optional[TopN] = None
-    # window functions (frontend/windows.py): the state is the inner query's, the result the
-    # window layer's over its rows
-    window: Optional[WindowLayer] = None
 
 
 class _Instance:
