@@ -8,7 +8,8 @@ from viewlet.calculus.ir import MapRef, Rel
 from viewlet.calculus.canonical import canonicalize
 from viewlet.compiler.hoivm import compile_view
 from viewlet.errors import TableNotFound
-from viewlet.frontend.translator import COUNT_COLUMN, translate
+from viewlet.frontend.spec import COUNT_COLUMN
+from viewlet.frontend.translator import translate
 from viewlet.frontend.tables import ColumnInfo, TableInfo
 
 # name -> [(column, type, nullable)]

@@ -19,7 +19,7 @@ from tests.reference.evaluate import eval_scalar, evaluate, multiset_value
 from viewlet.calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from viewlet.calculus.scalar import Scalar
 from viewlet.compiler.program import VALUE
-from viewlet.frontend.translator import COUNT_COLUMN
+from viewlet.frontend.spec import COUNT_COLUMN
 from viewlet.frontend.multisets import AVG_DISTINCT
 
 _DUCK_TYPES = {"int": "INTEGER", "bigint": "BIGINT", "string": "VARCHAR", "date": "DATE"}

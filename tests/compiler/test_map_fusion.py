@@ -10,7 +10,7 @@ from test_tpch import TABLES, load_query, tpch_row
 from viewlet.calculus.ir import Cond, MapRef, Value, walk_atoms
 from viewlet.calculus.canonical import canonicalize
 from viewlet.compiler.hoivm import join_skeleton
-from viewlet.frontend.translator import COUNT_COLUMN
+from viewlet.frontend.spec import COUNT_COLUMN
 
 
 def _definitions(program):

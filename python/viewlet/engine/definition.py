@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..calculus.normalize import fresh_names
 from ..compiler.hoivm import compile_view
 from ..compiler.program import Program
-from ..frontend.translator import COUNT_COLUMN, ViewSpec, translate
+from ..frontend.spec import COUNT_COLUMN, ViewSpec
+from ..frontend.translator import translate
 from ..frontend.tables import ColumnInfo, TableInfo, TableResolver
 
 HIDDEN_PREFIX = "__viewlet_"

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 from ..calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
 from ..compiler.program import VALUE
 from ..plan.lower import multiset_aggregate_sql, q
-from ..frontend.translator import AggregateSpec, ViewSpec
+from ..frontend.spec import AggregateSpec, ViewSpec
 from ..frontend.collects import collect_sql
 from ..frontend.multisets import AVG_DISTINCT
 

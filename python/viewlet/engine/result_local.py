@@ -11,7 +11,7 @@ from ..plan.local.translate import Translator
 from ..plan.local.types import NotLocal
 from ..plan.batch import LEAF_PREFIX
 from ..plan.lower import q
-from ..frontend.translator import COUNT_COLUMN
+from ..frontend.spec import COUNT_COLUMN
 from .result import COPIES, multiset_params, result_rows_sql
 
 

@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from ..errors import ChangeFeedError, ViewAlreadyExists, ViewletError, ViewNotFound
 from .spark.io import arrow_frame, arrow_schema, frame_arrow, read_table, spark_schema, union_all
 from ..plan.lower import AtomSource, SqlBuilder, lower_query, q
-from ..frontend.translator import COUNT_COLUMN
+from ..frontend.spec import COUNT_COLUMN
 from ..frontend.multisets import AVG_DISTINCT
 from ..frontend.subqueries import TOO_MANY_ROWS
 from ..plan.batch import BatchPlan, build_plan

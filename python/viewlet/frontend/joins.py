@@ -32,6 +32,7 @@ from sqlglot import exp
 from ..calculus.ir import Add, Cond, Lift, Mul, Nested
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
+from .sources import safe_name
 
 OUTER = ("left", "right", "full")
 
@@ -71,7 +72,6 @@ def record_join(tr, join: exp.Join):
     """Record a join of tr's FROM clause (left-deep, in order), with its USING columns
     resolved as Spark does: the left column, the right one after a RIGHT join, COALESCE of
     both after a FULL join (a fresh variable assigned after the join)."""
-    from .translator import _ident
     side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
     natural = (join.args.get("method") or "").upper() == "NATURAL"
     if natural:
@@ -91,7 +91,7 @@ def record_join(tr, join: exp.Join):
     if how in ("right", "full") and isinstance(join.this, exp.Lateral):
         tr.fail(f"{how.upper()} JOIN LATERAL", join,
                 "As in Spark: a LATERAL subquery joins with an inner, CROSS or LEFT join.")
-    tr._add_source(join.this)
+    tr.add_source(join.this)
     record = Join(how, tr.instances[-1], join, join.args.get("on"))
     using = []
     idents = join.args.get("using") or []
@@ -116,7 +116,7 @@ def record_join(tr, join: exp.Join):
         right_var = tr.column_var(exp.column(ident.name, table=right.alias))
         using.append(exp.EQ(this=var_column(left_var), expression=var_column(right_var)))
         if how == "full":
-            merged = tr.fresh(f"{_ident(ident.name)}".lower() or "u")
+            merged = tr.fresh(f"{safe_name(ident.name)}".lower() or "u")
             tr.parent[merged] = merged
             tr.nullable[merged] = True
             tr.assigned.add(merged)

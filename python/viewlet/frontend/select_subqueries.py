@@ -38,6 +38,7 @@ from ..calculus.ir import (SUM, Add, DeltaRel, Groups, Lift, MapRef, Monomial, N
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
 from .multisets import not_null
+from .subqueries import SubqueryTranslator
 
 
 @dataclass
@@ -93,7 +94,7 @@ def subquery_nodes(node: exp.Expression):
 
 class SubqueryValues:
     def __init__(self, tr):
-        self.tr = tr                                   # the view's _Translator
+        self.tr = tr                         # the view's translator (frontend/translator.py)
         self.values: List[SubqueryValue] = []
         self.atoms: List = []                          # Nested and Lift atoms of all of them
         self.columns: Dict[str, str] = {}              # nested variable -> state column
@@ -103,7 +104,6 @@ class SubqueryValues:
     def placeholder(self, node: exp.Expression, value: bool = True) -> SubqueryValue:
         """The placeholder of a subquery node (one per distinct subquery text). `value`: in a
         value (SELECT, GROUP BY) rather than a condition (HAVING), see `push_not`."""
-        from .subqueries import SubqueryTranslator
         key = ("value " if value else "condition ") + node.sql(dialect="spark")
         if key not in self._by_sql:
             sub = SubqueryTranslator(self.tr)

@@ -33,6 +33,8 @@ from sqlglot.errors import SqlglotError
 from ..calculus.ir import Add, Cond, Groups, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
+from .nodes import has_subquery
+from .sources import Derived, safe_name
 
 UNION_ALIAS = "__union"
 DISTINCT_ALIAS = "__distinct"
@@ -116,10 +118,9 @@ def distinct_as_subquery(tree: exp.Select) -> exp.Select:
 def distinct_derived(tr, select, child, conds, derived):
     """SELECT DISTINCT in FROM: a Groups atom over the output values (NULL is a value,
     as DISTINCT treats it)."""
-    from .translator import _ident, has_subquery
     outputs = []
     lifts = []
-    for item in child._expand_star(select.expressions):
+    for item in child.expand_star(select.expressions):
         name = item.alias_or_name
         inner = item.this if isinstance(item, exp.Alias) else item
         if has_subquery(inner):
@@ -127,11 +128,11 @@ def distinct_derived(tr, select, child, conds, derived):
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             var = child.column_var(inner)
         else:
-            var = tr.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+            var = tr.fresh(f"{safe_name(derived.alias)}_{safe_name(name)}".lower() or "d")
             tr.parent[var] = var
             lifts.append(Lift(var, child.to_scalar(inner)))
         outputs.append((name, var))
-    base = child._base_atoms(conds) + lifts
+    base = child.base_atoms(conds) + lifts
     keys = tuple(dict.fromkeys(child.find(v) for _, v in outputs))
     tr.group_keys.update(keys)
     derived.fixed_atoms = [Groups(normalize(Mul(tuple(base)) if len(base) > 1 else base[0],
@@ -143,30 +144,28 @@ def distinct_derived(tr, select, child, conds, derived):
 def add_union(tr, node: exp.Subquery):
     """UNION [ALL] in FROM: each branch is translated like a FROM subquery of a scope of
     its own and assigns its columns to the union's variables (one term per branch)."""
-    from .translator import _Derived
     alias = node.alias_or_name
     if not alias:
         tr.fail("a subquery in FROM without an alias", node)
     selects = branches(node.this, tr.fail)
-    derived = _Derived(alias, None, [])
+    derived = Derived(alias, None, [])
     products = _branch_products(tr, selects, derived, "UNION")
     derived.fixed_atoms = [Add(tuple(products))] if len(products) > 1 else list(
         products[0].factors if isinstance(products[0], Mul) else products)
-    _add_instance(tr, derived, node)
+    tr.add_derived_instance(derived, node)
 
 
 def add_set_operation(tr, node: exp.Subquery):
     """INTERSECT / EXCEPT [ALL] in FROM: the distinct rows of both sides (a Groups atom over
     the output variables) times each row's multiplicity, a function of its nested counts on
     either side (see the module's docstring)."""
-    from .translator import _Derived
     op = node.this
     alias = node.alias_or_name
     if not alias:
         tr.fail("a subquery in FROM without an alias", node)
     check_union(op, tr.fail)
     sides = [_as_select(op.this), _as_select(op.expression)]
-    derived = _Derived(alias, None, [])
+    derived = Derived(alias, None, [])
     left, right = _branch_products(tr, sides, derived, op.key.upper())
     keys = tuple(derived.vars[c.name.lower()] for c in derived.table.columns)
     a, b = tr.fresh("setl"), tr.fresh("setr")
@@ -184,7 +183,7 @@ def add_set_operation(tr, node: exp.Subquery):
             else Value(Scalar.parse(f"GREATEST({ca} - {cb}, 0)"))
     rows = Groups(normalize(Add((left, right)), group=keys))
     derived.fixed_atoms = [rows] + counts + [weight]
-    _add_instance(tr, derived, node)
+    tr.add_derived_instance(derived, node)
 
 
 def select_over(node: exp.Expression, fail) -> exp.Expression:
@@ -222,12 +221,10 @@ def _branch_products(tr, selects, derived, what: str) -> list:
     """Each branch translated like a FROM subquery of a scope of its own, its columns
     assigned to the shared output variables (added to `derived`, named after the first
     branch's columns, with Spark's widened types): one product of atoms per branch."""
-    from .translator import _ident, _Translator
     terms, columns = [], None
     for k, select in enumerate(selects):
-        branch = _Translator(tr.sql, tr.resolver, outer=tr)
-        branch.outer = None                      # not correlated
-        branch._add_derived(exp.Subquery(this=select, alias=exp.TableAlias(
+        branch = tr.nested_scope(None)           # not correlated
+        branch.add_derived(exp.Subquery(this=select, alias=exp.TableAlias(
             this=exp.to_identifier(f"{UNION_ALIAS}{k}"))))
         inst = branch.instances[0]
         cols = [(c.name, branch.find(inst.vars[c.name.lower()])) for c in inst.table.columns]
@@ -242,7 +239,7 @@ def _branch_products(tr, selects, derived, what: str) -> list:
     alias = derived.alias
     shared = []
     for name, vs in columns:
-        var = tr.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "u")
+        var = tr.fresh(f"{safe_name(alias)}_{safe_name(name)}".lower() or "u")
         tr.parent[var] = var
         tr.nullable[var] = True
         tr.assigned.add(var)
@@ -263,14 +260,6 @@ def _branch_products(tr, selects, derived, what: str) -> list:
         body = atoms + lifts
         products.append(Mul(tuple(body)) if len(body) > 1 else body[0])
     return products
-
-
-def _add_instance(tr, derived, node: exp.Subquery):
-    alias = derived.alias
-    tr._column_aliases(derived, node)
-    if any(i.alias.lower() == alias.lower() for i in tr.instances):
-        tr.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
-    tr.instances.append(derived)
 
 
 # -- Spark's type widening for UNION columns (TypeCoercion.findWiderTypeForTwo) -------------

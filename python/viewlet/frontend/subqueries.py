@@ -40,7 +40,7 @@ TOO_MANY_ROWS = "SCALAR_SUBQUERY_TOO_MANY_ROWS"
 
 class SubqueryTranslator:
     def __init__(self, scope, inputs=None, null_safe: bool = False):
-        self.scope = scope            # the _Translator of the enclosing query
+        self.scope = scope            # the translator of the enclosing query
         self.atoms: List = []
         self.inputs = inputs          # fixed inputs (the groups of a FROM subquery)
         self.null_safe = null_safe
@@ -96,34 +96,17 @@ class SubqueryTranslator:
 
     # -- the subquery's own scope --------------------------------------------------------------
     def _inner(self, select: exp.Expression):
-        from .translator import _Translator
         if not isinstance(select, exp.Select):
             self.scope.fail(f"a {select.key.upper()} as a subquery", select)
         reject_unsupported(select, self.scope.sql)
-        child = _Translator(self.scope.sql, self.scope.resolver, outer=self.scope)
-        from_ = select.args.get("from_") or select.args.get("from")
-        predicates: List[exp.Expression] = []
-        if from_ is not None:                   # without FROM: one row
-            child._add_source(from_.this)
-        for join in select.args.get("joins") or []:
-            child._add_join(join, predicates)
-        if select.args.get("where") is not None:
-            predicates.append(select.args["where"].this)
-        for pred in predicates:
-            from .translator import outer_nodes
-            agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
-            if agg is not None:
-                child.fail("an aggregate in a subquery's WHERE", agg)
-        conds = child._unify(predicates)
+        child = self.scope.nested_scope(self.scope)
+        conds = child.read_from(select, ("an aggregate in a subquery's WHERE", ""))
         # Every column the subquery mentions becomes a variable of its table's atom first.
-        from .translator import outer_columns
         having = select.args.get("having")
         group = select.args.get("group")
-        for node in conds + list(select.expressions) + ([having.this] if having is not None else []) \
-                + (list(group.expressions) if group is not None else []):
-            for col in outer_columns(node):
-                if not isinstance(col.this, exp.Star):
-                    child.column_var(col)
+        child.bind_columns(conds + list(select.expressions)
+                           + ([having.this] if having is not None else [])
+                           + (list(group.expressions) if group is not None else []))
         return child, conds
 
     def _nested(self, child, base: List, extra: List, prefix: str, kind: str = SUM,
@@ -148,7 +131,7 @@ class SubqueryTranslator:
         if select.args.get("group") is not None or select.args.get("having") is not None:
             self.scope.fail("GROUP BY / HAVING in an EXISTS subquery", select)
         child, conds = self._inner(select)
-        n = self._nested(child, child._base_atoms(conds), [], "ex")
+        n = self._nested(child, child.base_atoms(conds), [], "ex")
         return exp.GT(this=_var(n), expression=exp.Literal.number(0))
 
     def _in(self, node: exp.In, positive: bool) -> exp.Expression:
@@ -166,7 +149,7 @@ class SubqueryTranslator:
             return self._in_grouped(node, select, child, conds, item, x, positive)
         if any(isinstance(n, exp.AggFunc) for n in item.walk()):
             self.scope.fail("IN with an aggregate subquery", node, "Compare with = (SELECT ...).")
-        base = child._base_atoms(conds)
+        base = child.base_atoms(conds)
         e = child.to_scalar(item)
         matches = self._nested(child, base, [Cond(Scalar(exp.EQ(this=e.ast, expression=_var(x))))],
                                "in")
@@ -191,14 +174,14 @@ class SubqueryTranslator:
                             "is supported.")
         if len(keys) != 1 or keys[0].sql() != item.sql():
             self.scope.fail("IN with a grouped subquery not selecting its one GROUP BY key", node)
-        base = child._base_atoms(conds)
+        base = child.base_atoms(conds)
         e = child.to_scalar(item)
         base = base + [Cond(Scalar(exp.EQ(this=e.ast, expression=_var(x))))]
         n = self._nested(child, base, [], "ing")
         having = select.args.get("having")
         if having is None:
             return exp.GT(this=_var(n), expression=exp.Literal.number(0))
-        h = self._aggregates(child, base, having.this)
+        h = self.aggregates(child, base, having.this)
         return exp.Paren(this=exp.And(this=exp.GT(this=_var(n), expression=exp.Literal.number(0)),
                                       expression=exp.Paren(this=h)))
 
@@ -212,10 +195,10 @@ class SubqueryTranslator:
         item = select.expressions[0]
         item = item.this if isinstance(item, exp.Alias) else item
         child, conds = self._inner(select)
-        base = child._base_atoms(conds)
+        base = child.base_atoms(conds)
         if not any(isinstance(n, exp.AggFunc) for n in item.walk()):
             return self._single_row(select, child, base, item)
-        return exp.Paren(this=self._aggregates(child, base, item))
+        return exp.Paren(this=self.aggregates(child, base, item))
 
     def _single_row(self, select, child, base, item) -> exp.Expression:
         """A scalar subquery without an aggregate: its one row's value (NULL without rows);
@@ -241,7 +224,7 @@ class SubqueryTranslator:
         return exp.Paren(this=_sql(f"CASE WHEN `{rows}` > 1 THEN raise_error('{message}') "
                                    f"ELSE `{one}` END"))
 
-    def _aggregates(self, child, base, node: exp.Expression) -> exp.Expression:
+    def aggregates(self, child, base, node: exp.Expression) -> exp.Expression:
         """An expression over aggregates of the subquery's rows, as nested aggregates."""
         if isinstance(node, exp.AggFunc):
             return self._aggregate(child, base, node)
@@ -252,9 +235,9 @@ class SubqueryTranslator:
         new = node.copy()
         for k, v in node.args.items():
             if isinstance(v, exp.Expression):
-                new.set(k, self._aggregates(child, base, v))
+                new.set(k, self.aggregates(child, base, v))
             elif isinstance(v, list):
-                new.set(k, [self._aggregates(child, base, x) if isinstance(x, exp.Expression) else x
+                new.set(k, [self.aggregates(child, base, x) if isinstance(x, exp.Expression) else x
                             for x in v])
         return new
 

@@ -3,12 +3,12 @@
 The result is a ViewSpec: the view state's group variables, one calculus query per state
 column (the row count, and per aggregate its sum and non-NULL count), the multisets of MIN /
 MAX / DISTINCT aggregates (frontend/multisets.py), and how the output columns are computed from
-them. Names are resolved against base tables (through a TableResolver); types come later
-from Spark itself. WITH clauses are inlined first (frontend/ctes.py).
+them (the types are in frontend/spec.py). Names are resolved against base tables (through a
+TableResolver); types come later from Spark itself. WITH clauses are inlined first
+(frontend/ctes.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import sqlglot
@@ -22,112 +22,40 @@ from ..errors import UnsupportedSQL, ViewletError
 from .checks import reject_unsupported, position_of
 from . import setops
 from .ctes import inline_ctes
-from .collects import Collect, collect_aggregate, explicit_separators
+from .collects import collect_aggregate, explicit_separators
 from .filters import rewrite_aggregate_filters
 from .grouping import grouping_call, grouping_sets, has_grouping_sets
-from .multisets import Multiset, ViewMultisets, multiset_aggregate
+from .multisets import ViewMultisets, multiset_aggregate
 from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
 from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
-from .ordering import TopN, split_order, resolve as resolve_order
+from .ordering import split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
 from .suggest import did_you_mean
 from .syntax import sqlglot_error
-from .windows import WindowLayer, split_windows, resolve as resolve_windows
-from .select_subqueries import (SubqueryValue, SubqueryValues, has_in_subquery, is_subquery_node,
+from .windows import split_windows, resolve as resolve_windows
+from .select_subqueries import (SubqueryValues, has_in_subquery, is_subquery_node,
                                 push_not, subquery_nodes)
-from .tables import ColumnInfo, TableInfo, TableResolver
-
-COUNT_COLUMN = "__count"
-
-
-@dataclass
-class AggregateSpec:
-    kind: str                      # sum | count | count_star | avg, or a multiset kind:
-                                   # min | max | count_distinct | sum_distinct | avg_distinct
-    sql: str                       # the call as Spark SQL over base columns (type probes)
-    placeholder: str               # name standing for the aggregate in output expressions
-    sum_column: Optional[str]      # state column with the sum of non-NULL inputs
-    count_column: Optional[str]    # state column with the number of non-NULL inputs (None
-                                   # for multiset kinds)
-    multiset: Optional[str] = None  # multiset kinds: the ViewSpec.multisets entry read
-    collect: Optional[Collect] = None  # collect_list / collect_set / string_agg (collects.py)
-
-
-@dataclass
-class OutputColumn:
-    name: str
-    expr: Scalar                   # over group variables and aggregate placeholders
-
-
-@dataclass
-class ViewSpec:
-    sql: str
-    tables: Dict[str, TableInfo]           # relation name in the calculus -> table
-    group: Tuple[str, ...]                 # view state keys (variables)
-    columns: Dict[str, Query]              # view state value columns
-    aggregates: List[AggregateSpec]
-    outputs: List[OutputColumn]
-    having: Optional[Scalar]
-    is_aggregate: bool
-    from_sql: str                          # FROM ... WHERE ... GROUP BY ... of the query
-    var_columns: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # var -> (rel, col)
-    distinct: bool = False                 # no aggregates, one row per distinct output row
-    # subqueries in SELECT / HAVING (frontend/select_subqueries.py): placeholders in the outputs,
-    # the state column of each nested aggregate they read, and a query Spark types them with
-    subqueries: List[SubqueryValue] = field(default_factory=list)
-    value_columns: Dict[str, str] = field(default_factory=dict)
-    subquery_probe: Optional[str] = None
-    # MIN / MAX / DISTINCT aggregates: map name -> multiset keyed by (group..., value)
-    multisets: Dict[str, Multiset] = field(default_factory=dict)
-    # nested MIN / MAX / DISTINCT aggregates of SELECT / HAVING subqueries: variable ->
-    # (multiset, kind); the variable's value for a group is that aggregate of its multiset
-    value_multisets: Dict[str, Tuple[str, str]] = field(default_factory=dict)
-    # ORDER BY ... LIMIT of the query (frontend/ordering.py): the result keeps those rows only
-    top_n: Optional[TopN] = None
-    # window functions (frontend/windows.py): the state is the inner query's, the result the
-    # window layer's over its rows
-    window: Optional[WindowLayer] = None
-
-
-class _Instance:
-    def __init__(self, alias: str, table: TableInfo, relation: str):
-        self.alias, self.table, self.relation = alias, table, relation
-        self.vars: Dict[str, str] = {}      # column (lower) -> variable
-
-
-class _DerivedTable:
-    """The output columns of a FROM subquery, looked up like a table's."""
-
-    def __init__(self, alias: str):
-        self.display = alias
-        self.columns: List[ColumnInfo] = []
-
-    def column(self, name: str):
-        low = name.lower()
-        return next((c for c in self.columns if c.name.lower() == low), None)
-
-
-class _Derived:
-    def __init__(self, alias: str, child, conds):
-        self.alias, self.child, self.conds = alias, child, conds
-        self.table = _DerivedTable(alias)
-        self.relation = None
-        self.vars: Dict[str, str] = {}
-        self.lifts: List[Tuple[str, exp.Expression]] = []
-        self.fixed_atoms: Optional[List] = None     # an aggregating subquery's atoms
-        self.lateral = False                        # LATERAL: reads earlier FROM items
-        self.lateral_inputs: List[str] = []         # the variables of those it reads
-
-    def add(self, name: str, var: str, nullable: bool):
-        if self.table.column(name) is not None:
-            raise ViewletError(f"Column '{name}' appears twice in FROM subquery '{self.alias}'.")
-        self.table.columns.append(ColumnInfo(name, "", nullable))
-        self.vars[name.lower()] = var
+from .spec import COUNT_COLUMN, AggregateSpec, OutputColumn, ViewSpec
+from .nodes import has_subquery, outer_columns, outer_nodes
+from .sources import Derived, TableInstance, safe_name
+from .subqueries import SubqueryTranslator
+from .tables import TableInfo, TableResolver
 
 
 class _Translator:
+    """The translation of one query scope (the view's query, a subquery, a FROM subquery or a
+    set operation's branch). Nested scopes share one variable namespace (the union-find
+    `parent`, `var_columns`, `nullable`, ...) with the view's query.
+
+    Used by the other front-end modules (each receives the translator as a parameter):
+      names        column_var, find, fresh, fail, var_type, is_nullable, is_padded, null_of
+      FROM items   nested_scope, read_from, add_source, add_derived, add_derived_instance,
+                   expand_star, bind_columns, instances, joins, using
+      atoms        unify, base_atoms, source_atoms, instance_vars, predicate_atoms, to_scalar
+    """
+
     def __init__(self, sql: str, resolver: TableResolver, outer: "Optional[_Translator]" = None,
                  in_filters: bool = True):
         self.sql = sql
@@ -136,7 +64,7 @@ class _Translator:
         # an IN (subquery) conjunct of a WHERE is its match count > 0 (False: the three-valued
         # form with global counts, for views created before this rule)
         self.in_filters = outer.in_filters if outer is not None else in_filters
-        self.instances: List[_Instance] = []
+        self.instances: List = []                  # TableInstance | Derived, in FROM order
         self.grouping = None                        # GROUPING SETS / ROLLUP / CUBE (grouping.py)
         self.joins: List[Join] = []                 # the joins after the first FROM item
         self.using: Dict[str, str] = {}             # USING column (lower) -> its variable
@@ -158,6 +86,42 @@ class _Translator:
             self.assigned = outer.assigned
             self.var_types = outer.var_types
 
+    def nested_scope(self, reads: "Optional[_Translator]") -> "_Translator":
+        """A translator for a query nested in this one, sharing its variables; names it does
+        not resolve itself are looked up in `reads` (the scope it may correlate with), or
+        nowhere (None)."""
+        child = _Translator(self.sql, self.resolver, outer=self)
+        child.outer = reads
+        return child
+
+    def read_from(self, select: exp.Select,
+                  refuse_aggregate: Optional[Tuple[str, str]] = None) -> List[exp.Expression]:
+        """Read a SELECT's FROM items and joins into this scope; returns its WHERE as
+        conditions (after unification). `refuse_aggregate`: (construct, hint) reported for an
+        aggregate in WHERE (None: not checked here). A join's ON conditions stay with it
+        (frontend/joins.py): an outer join needs them apart from WHERE."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is not None:                   # without FROM: one row (no relation atoms)
+            self.add_source(from_.this)
+        for join in select.args.get("joins") or []:
+            record_join(self, join)
+        where = select.args.get("where")
+        predicates = [where.this] if where is not None else []
+        if refuse_aggregate is not None:
+            for pred in predicates:
+                agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
+                if agg is not None:
+                    self.fail(refuse_aggregate[0], agg, refuse_aggregate[1])
+        return self.unify(predicates)
+
+    def bind_columns(self, nodes):
+        """Make every column the nodes mention (outside their subqueries) a variable of its
+        table's atom (before atoms are built: an atom lists the columns read)."""
+        for node in nodes:
+            for col in outer_columns(node):
+                if not isinstance(col.this, exp.Star):
+                    self.column_var(col)
+
     def outer_vars(self) -> set:
         """Variables of the enclosing queries' tables (a subquery's possible inputs)."""
         out = set()
@@ -177,7 +141,7 @@ class _Translator:
         parts = [p.name for p in table.parts]
         info = self.resolver.resolve(parts)
         if info.id not in self.relation_names:
-            base = _ident(info.display.rstrip("/").split("/")[-1].split(".")[-1]) or "t"
+            base = safe_name(info.display.rstrip("/").split("/")[-1].split(".")[-1]) or "t"
             name = base
             while name in self.tables:
                 name = f"{base}_{len(self.tables)}"
@@ -186,7 +150,7 @@ class _Translator:
         alias = table.alias_or_name
         if any(i.alias.lower() == alias.lower() for i in self.instances):
             self.fail(f"duplicate table alias '{alias}'", table, "Give each table its own alias.")
-        self.instances.append(_Instance(alias, info, self.relation_names[info.id]))
+        self.instances.append(TableInstance(alias, info, self.relation_names[info.id]))
 
     def column_var(self, col: exp.Column) -> str:
         name, qual = col.name, col.table
@@ -224,12 +188,12 @@ class _Translator:
             inst = matches[0]
         info = inst.table.column(name)
         key = info.name.lower()
-        if isinstance(inst, _Derived):
+        if isinstance(inst, Derived):
             return self.find(inst.vars[key])
         if key not in inst.vars:
-            var = f"{_ident(inst.alias)}_{_ident(info.name)}".lower()
+            var = f"{safe_name(inst.alias)}_{safe_name(info.name)}".lower()
             while var in self.var_columns:
-                var = fresh_var(f"{_ident(inst.alias)}_{_ident(info.name)}".lower())
+                var = fresh_var(f"{safe_name(inst.alias)}_{safe_name(info.name)}".lower())
             inst.vars[key] = var
             self.parent[var] = var
             self.var_columns[var] = (inst.relation, info.name)
@@ -312,28 +276,14 @@ class _Translator:
         reject_unsupported(tree, self.sql)
         distinct = tree.args.get("distinct") is not None
 
-        from_ = tree.args.get("from_") or tree.args.get("from")
-        predicates: List[exp.Expression] = []
-        if from_ is not None:                   # without FROM: one row (no relation atoms)
-            self._add_source(from_.this)
-        for join in tree.args.get("joins") or []:
-            self._add_join(join, predicates)
-        if tree.args.get("where") is not None:
-            predicates.append(tree.args["where"].this)
-
-        for pred in predicates:
-            agg = next((n for n in outer_nodes(pred) if isinstance(n, exp.AggFunc)), None)
-            if agg is not None:
-                self.fail("an aggregate in WHERE or ON", agg, "Filter on aggregates with HAVING.")
-        conds = self._unify(predicates)
+        conds = self.read_from(tree, ("an aggregate in WHERE or ON",
+                                      "Filter on aggregates with HAVING."))
         group_items = self._group_items(tree)
-        selects = inline_lateral_aliases(self._expand_star(tree.expressions), self._has_column)
+        selects = inline_lateral_aliases(self.expand_star(tree.expressions), self._has_column)
         # Every column the query mentions becomes a variable of its table's atom.
         having = tree.args.get("having")
-        for node in conds + group_items + selects + ([having.this] if having is not None else []):
-            for col in outer_columns(node):
-                if not isinstance(col.this, exp.Star):
-                    self.column_var(col)
+        self.bind_columns(conds + group_items + selects
+                          + ([having.this] if having is not None else []))
         has_aggs = any(isinstance(n, exp.AggFunc) for s in selects for n in outer_nodes(s)) \
             or tree.args.get("having") is not None
         if group_items or has_aggs:
@@ -360,22 +310,22 @@ class _Translator:
     def _table_columns(self, table: exp.Table) -> List[str]:
         return [c.name for c in self.resolver.resolve([p.name for p in table.parts]).columns]
 
-    def _add_source(self, node):
+    def add_source(self, node):
         if isinstance(node, exp.Table):
             self.add_table(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
-            self._add_derived(node)
+            self.add_derived(node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Intersect, exp.Except)):
             setops.add_set_operation(self, node)
         elif isinstance(node, exp.Subquery) and isinstance(node.this, (exp.Union, exp.Subquery)):
-            self._add_union(node)
+            setops.add_union(self, node)
         elif is_lateral(node):                         # frontend/lateral.py
-            self._add_derived(lateral_subquery(node, self.fail), lateral=True)
+            self.add_derived(lateral_subquery(node, self.fail), lateral=True)
         else:
             self.fail(f"a {node.key.upper()} in FROM", node,
                       "Only base tables and subqueries are supported in FROM so far.")
 
-    def _add_derived(self, node: exp.Subquery, lateral: bool = False):
+    def add_derived(self, node: exp.Subquery, lateral: bool = False):
         """A subquery in FROM without aggregation is inlined: its tables and conditions join
         the enclosing query, its output columns are its expressions' variables. `lateral`:
         it may read the columns of the FROM items before it (frontend/lateral.py)."""
@@ -388,44 +338,28 @@ class _Translator:
             or select.args.get("having") is not None
         distinct = select.args.get("distinct") is not None
         if distinct and aggregating and not _distinct_is_noop(select):
-            return self._add_derived(exp.Subquery(this=setops.distinct_as_subquery(select),
+            return self.add_derived(exp.Subquery(this=setops.distinct_as_subquery(select),
                                                   alias=node.args.get("alias")))
         reject_unsupported(select, self.sql)
-        child = _Translator(self.sql, self.resolver, outer=self)
+        # not the FROM items beside it (unless LATERAL); inside a subquery, the enclosing
+        # queries' columns (as Spark allows): such a subquery is correlated like a LATERAL one
+        child = self.nested_scope(self if lateral else self.outer)
         correlated = lateral or self.outer is not None
-        if not lateral:
-            # not the FROM items beside it; inside a subquery, the enclosing queries' columns
-            # (as Spark allows): such a subquery is correlated like a LATERAL one
-            child.outer = self.outer
-        from_ = select.args.get("from_") or select.args.get("from")
-        predicates: List[exp.Expression] = []
-        if from_ is not None:
-            child._add_source(from_.this)
-        for join in select.args.get("joins") or []:
-            child._add_join(join, predicates)
-        if select.args.get("where") is not None:
-            predicates.append(select.args["where"].this)
-        conds = child._unify(predicates)
-        for c in conds:
-            for col in outer_columns(c):
-                if not isinstance(col.this, exp.Star):
-                    child.column_var(col)
-        derived = _Derived(alias, child, conds)
+        conds = child.read_from(select)
+        child.bind_columns(conds)
+        derived = Derived(alias, child, conds)
         derived.lateral = correlated
         if distinct and not aggregating:
-            self._distinct_derived(select, child, conds, derived)
+            setops.distinct_derived(self, select, child, conds, derived)
             aggregating = True
         elif aggregating:
             self._aggregating_derived(node, select, child, conds, derived)
         if correlated and not aggregating:     # the FROM items' columns it reads
-            derived.lateral_inputs = correlation(self, child._base_atoms(conds))
+            derived.lateral_inputs = correlation(self, child.base_atoms(conds))
         if aggregating:
-            self._column_aliases(derived, node)
-            if any(i.alias.lower() == alias.lower() for i in self.instances):
-                self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
-            self.instances.append(derived)
+            self.add_derived_instance(derived, node)
             return
-        for item in child._expand_star(select.expressions):
+        for item in child.expand_star(select.expressions):
             name = item.alias_or_name
             inner = item.this if isinstance(item, exp.Alias) else item
             if has_subquery(inner):
@@ -435,18 +369,23 @@ class _Translator:
             else:
                 for col in outer_columns(inner):
                     child.column_var(col)
-                var = self.fresh(f"{_ident(alias)}_{_ident(name)}".lower() or "d")
+                var = self.fresh(f"{safe_name(alias)}_{safe_name(name)}".lower() or "d")
                 self.parent[var] = var
                 self.nullable[var] = True
                 derived.lifts.append((var, inner))
                 self.assigned.add(var)
             derived.add(name, var, self.nullable.get(var, True))
-        self._column_aliases(derived, node)
-        if any(i.alias.lower() == alias.lower() for i in self.instances):
-            self.fail(f"duplicate table alias '{alias}'", node, "Give each table its own alias.")
+        self.add_derived_instance(derived, node)
+
+    def add_derived_instance(self, derived: Derived, node: exp.Subquery):
+        """Add a derived table to FROM, its columns renamed by the alias's column list."""
+        self._apply_column_aliases(derived, node)
+        if any(i.alias.lower() == derived.alias.lower() for i in self.instances):
+            self.fail(f"duplicate table alias '{derived.alias}'", node,
+                      "Give each table its own alias.")
         self.instances.append(derived)
 
-    def _column_aliases(self, derived, node: exp.Subquery):
+    def _apply_column_aliases(self, derived, node: exp.Subquery):
         """`(subquery) AS x (c1, c2, ...)`: the subquery's columns renamed in order."""
         alias = node.args.get("alias")
         names = [c.name for c in (alias.args.get("columns") or [])] if alias is not None else []
@@ -460,11 +399,6 @@ class _Translator:
         derived.table.columns, derived.vars = [], {}
         for name, var, nullable in pairs:
             derived.add(name, var, nullable)
-
-    def _add_join(self, join: exp.Join, predicates=None):
-        """Record a join (frontend/joins.py). Its ON conditions stay with it: an outer join needs
-        them apart from WHERE, and so does the left side of a RIGHT or FULL join."""
-        record_join(self, join)
 
     def _grouping_set_rows(self, rows: List, lifts: List[Lift], position: str,
                            group_map: Dict[str, str]) -> List:
@@ -493,7 +427,6 @@ class _Translator:
         """An aggregating FROM subquery: its groups are a Groups atom over the GROUP BY
         variables (NULL keys are a group, as in SQL), each aggregate a nested aggregate
         per group; the enclosing query joins them like a table."""
-        from .subqueries import SubqueryTranslator
         group = select.args.get("group")
         keys = []
         for g in (group.expressions if group is not None else []):
@@ -502,11 +435,8 @@ class _Translator:
                           "Group by plain columns there.")
             keys.append(child.column_var(g))
         having = select.args.get("having")
-        for item in select.expressions + ([having.this] if having is not None else []):
-            for col in outer_columns(item):
-                if not isinstance(col.this, exp.Star):
-                    child.column_var(col)
-        base = child._base_atoms(conds)
+        child.bind_columns(select.expressions + ([having.this] if having is not None else []))
+        base = child.base_atoms(conds)
         group_vars = tuple(dict.fromkeys(child.find(k) for k in keys))
         self.group_keys.update(group_vars)
         atoms = []
@@ -529,8 +459,8 @@ class _Translator:
             if not any(isinstance(n, exp.AggFunc) for n in inner.walk()):
                 self.fail(f"column '{name}' of a subquery in FROM: neither a GROUP BY column "
                           "nor an aggregate", inner)
-            value = sub._aggregates(child, base, inner)
-            var = self.fresh(f"{_ident(derived.alias)}_{_ident(name)}".lower() or "d")
+            value = sub.aggregates(child, base, inner)
+            var = self.fresh(f"{safe_name(derived.alias)}_{safe_name(name)}".lower() or "d")
             self.parent[var] = var
             self.nullable[var] = True
             sub.atoms.append(Lift(var, Scalar(value)))
@@ -544,7 +474,7 @@ class _Translator:
     def _group_filter(self, node, child, base, group_vars, sub) -> exp.Expression:
         """A FROM subquery's HAVING over its groups' nested aggregates and keys."""
         if isinstance(node, exp.AggFunc):
-            return sub._aggregates(child, base, node)
+            return sub.aggregates(child, base, node)
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
             var = child.column_var(node)
             if var not in group_vars:
@@ -561,12 +491,6 @@ class _Translator:
                 new.set(k, [self._group_filter(x, child, base, group_vars, sub)
                             if isinstance(x, exp.Expression) else x for x in v])
         return new
-
-    def _distinct_derived(self, select, child, conds, derived):
-        setops.distinct_derived(self, select, child, conds, derived)
-
-    def _add_union(self, node: exp.Subquery):
-        setops.add_union(self, node)
 
     def var_type(self, var: str) -> Optional[str]:
         """The Spark type of a variable when the front end knows it (a column's)."""
@@ -596,7 +520,7 @@ class _Translator:
                           next(n for n in j.on.walk() if isinstance(n, (exp.Subquery, exp.Select,
                                                                        exp.Exists))),
                           "Move it to WHERE or into a subquery in FROM.")
-            j.conds = self._unify([j.on])
+            j.conds = self.unify([j.on])
 
     def is_padded(self, var: str) -> bool:
         """Whether an outer join of this query (or an enclosing one) may pad the variable."""
@@ -624,7 +548,7 @@ class _Translator:
             return Scalar(exp.Null())
         return Scalar(exp.cast(exp.Null(), exp.DataType.build(typ, dialect="spark")))
 
-    def _unify(self, predicates) -> List[exp.Expression]:
+    def unify(self, predicates) -> List[exp.Expression]:
         """Equalities between two columns unify their variables; the rest stay conditions.
         Columns an outer join pads keep their own variables (the equality stays a condition):
         a padded NULL must never equal a column."""
@@ -656,7 +580,7 @@ class _Translator:
                 rest.append(c)
         return rest
 
-    def _expand_star(self, selects):
+    def expand_star(self, selects):
         out = []
         for s in selects:
             if isinstance(s, exp.Star) and any(j.using for j in self.joins):
@@ -696,7 +620,7 @@ class _Translator:
             return list(self.grouping.exprs)
         return [resolve(g) for g in group.expressions]
 
-    def _base_atoms(self, conds) -> List:
+    def base_atoms(self, conds) -> List:
         """The query's FROM and WHERE as factors (see frontend/joins.py for outer joins); a
         SELECT without FROM has no FROM factors (one row)."""
         self._unify_joins()
@@ -714,11 +638,11 @@ class _Translator:
 
     def source_atoms(self, inst) -> List:
         """The atoms of one FROM item."""
-        if isinstance(inst, _Derived) and inst.fixed_atoms is not None:
+        if isinstance(inst, Derived) and inst.fixed_atoms is not None:
             return [_rename(a, {v: self.find(v) for v in a.free_vars() if v in self.parent})
                     for a in inst.fixed_atoms]
-        if isinstance(inst, _Derived):
-            return inst.child._base_atoms(inst.conds) + \
+        if isinstance(inst, Derived):
+            return inst.child.base_atoms(inst.conds) + \
                 [Lift(self.find(v), inst.child.to_scalar(e)) for v, e in inst.lifts]
         cols = tuple(sorted(inst.vars))
         return [Rel(inst.relation, tuple(inst.table.column(c).name for c in cols),
@@ -727,7 +651,6 @@ class _Translator:
     def predicate_atoms(self, pred: exp.Expression) -> List:
         if not has_subquery(pred):
             return [Cond(self.to_scalar(pred))]
-        from .subqueries import SubqueryTranslator
         return SubqueryTranslator(self).predicate(pred)
 
     def _aggregate_view(self, tree, selects, group_items, conds) -> ViewSpec:
@@ -767,7 +690,7 @@ class _Translator:
             if var not in group_vars:
                 group_vars.append(var)
 
-        rows = self._base_atoms(conds)
+        rows = self.base_atoms(conds)
         base = rows + lifts
         position = None                         # the grouping set's position (grouping.py)
         if self.grouping is not None:
@@ -912,7 +835,6 @@ class _Translator:
     def _row_subqueries(self, node: exp.Expression):
         """An aggregate whose argument has subqueries, each replaced by a variable bound per
         row to its value (`x := value over nested aggregates`), and the atoms binding them."""
-        from .joins import VAR_QUALIFIER
         node = node.copy()
         atoms: List = []
         for sub in list(subquery_nodes(node)):
@@ -925,7 +847,6 @@ class _Translator:
         """(variable, atoms binding it) of a subquery whose value is taken per row, one per
         subquery text; translated before the query's tables become atoms, so that its
         correlated columns are variables of theirs."""
-        from .subqueries import SubqueryTranslator
         cache = self.__dict__.setdefault("_row_values", {})
         key = sub.sql(dialect="spark")
         if key not in cache:
@@ -969,7 +890,7 @@ class _Translator:
         group_vars += [v for v in sorted(values.outer_vars()) if v not in group_vars]
         group_vars += [v for v in dict.fromkeys(read_beside) if v not in group_vars]
         state = _StateColumns(self, group_vars)
-        base = self._base_atoms(conds) + lifts
+        base = self.base_atoms(conds) + lifts
         state.add(COUNT_COLUMN, base, [])
         multisets = ViewMultisets(self, group_vars, base)
         values.add_columns(state, base, group_vars, multisets)
@@ -1032,30 +953,6 @@ def _inside_aggregate(node: exp.Expression, root: exp.Expression) -> bool:
             return True
         node = node.parent
     return False
-
-
-def has_subquery(node: exp.Expression) -> bool:
-    return any(isinstance(n, (exp.Subquery, exp.Select, exp.Exists)) for n in node.walk())
-
-
-def outer_nodes(node: exp.Expression):
-    """The nodes of an expression outside its subqueries."""
-    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-        return
-    yield node
-    for child in node.iter_expressions():
-        yield from outer_nodes(child)
-
-
-def outer_columns(node: exp.Expression):
-    """Column references of an expression, not those inside its subqueries."""
-    if isinstance(node, exp.Column):
-        yield node
-        return
-    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-        return
-    for child in node.iter_expressions():
-        yield from outer_columns(child)
 
 
 def _linear_terms(node: exp.Expression):
@@ -1122,10 +1019,6 @@ def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
         raise UnsupportedSQL("this form of SELECT", "Write SELECT <columns> FROM ...",
                              position_of(tree), None)
     return text[len("SELECT 1 "):]
-
-
-def _ident(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
 
 def translate(sql: str, resolver: TableResolver, in_filters: bool = True) -> ViewSpec:
