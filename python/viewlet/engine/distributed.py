@@ -219,12 +219,8 @@ def _write_maps(view, record, totals: Dict[str, DataFrame], stats, progress, pre
         faults.point("batch.map_merged")
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    if not merging:
-        from .views import compact_appended
-        stats["layout"] = compact_appended(view, record, changed_rows,
-                                           previous.get("layout") or {}, progress)
-    stats["seconds"]["compact"] = time.perf_counter() - t0
+    from .views import timed_compaction
+    timed_compaction(view, record, changed_rows, previous, progress, merging, stats)
 
 
 def _holds(ctx, path, txn) -> bool:

@@ -709,11 +709,7 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
         hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total,
                               written if isinstance(written, int) else None)
     stats["seconds"]["merge"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    if not merging:
-        stats["layout"] = compact_appended(view, record, changed_rows,
-                                           previous.get("layout") or {}, progress)
-    stats["seconds"]["compact"] = time.perf_counter() - t0
+    timed_compaction(view, record, changed_rows, previous, progress, merging, stats)
     t0 = time.perf_counter()
     if view.top_n is not None:
         stats[ordered.STATS] = ordered.stats_of(previous)
@@ -737,6 +733,15 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress, prev
     stats["map_rows_changed"] = changed_rows
     stats["seconds"]["merge_result"] = time.perf_counter() - t0
     return stats
+
+
+def timed_compaction(view, record, changed_rows, previous, progress, merging: bool, stats):
+    """Compact maps written by appending (not by MERGE), into stats' layout and timings."""
+    t0 = time.perf_counter()
+    if not merging:
+        stats["layout"] = compact_appended(view, record, changed_rows,
+                                           previous.get("layout") or {}, progress)
+    stats["seconds"]["compact"] = time.perf_counter() - t0
 
 
 def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
