@@ -24,7 +24,7 @@ class CompiledView:
     depth: Optional[int]
     #: maps over one join share one map (compiler.hoivm's fusion); recorded in the catalog
     fused: bool = True
-    #: an IN (subquery) conjunct is its match count (sql.frontend); recorded in the catalog
+    #: an IN (subquery) conjunct is its match count (frontend/translator.py); recorded in the catalog
     in_filters: bool = True
     #: what the runtime derives from the program once per process (batch plans, result SQL)
     cache: Dict = field(default_factory=dict, repr=False, compare=False)

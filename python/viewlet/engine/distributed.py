@@ -171,7 +171,7 @@ def _map_deltas(view, record, spark, scratch, stats, progress, persisted) -> Dic
 
 def _split(view, phase, packed: DataFrame) -> Dict[str, List[DataFrame]]:
     """Per map: every member's rows of the staged phase result, as map rows (not summed);
-    runtime/batch.split_packed on the executors."""
+    engine/batch.split_packed on the executors."""
     pieces: Dict[str, List[DataFrame]] = {}
     for b in phase.blocks:
         rows = packed.where(F.col(TAG) == F.lit(b.tag))

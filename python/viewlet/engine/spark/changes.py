@@ -5,7 +5,7 @@ files, or the files commits removed and added with their deletion vectors. Spark
 (rows a deletion vector deletes left out by their Parquet row index), signs each row (+1 an
 insert or post-image or added row, -1 a delete, pre-image or removed row) and sums the signs
 per distinct row of the columns the view reads: the same pre-aggregated batch
-`runtime/batch.read_batch_changes` builds on the driver, without the rows ever reaching it.
+`engine/batch.read_batch_changes` builds on the driver, without the rows ever reaching it.
 """
 from __future__ import annotations
 
