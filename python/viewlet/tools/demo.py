@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import ViewletError
+from .locations import CHECKOUT_DIR, EXAMPLES_DIR
 
 DEFAULT_VIEWS: Tuple[str, ...] = ("q1", "q3", "q6")
 REL_TOL = 1e-9
@@ -69,8 +70,7 @@ def sql_dir() -> Optional[Path]:
     env = os.environ.get("VIEWLET_SQL_DIR")
     if env:
         return Path(env)
-    here = Path(__file__).resolve()
-    for d in (here.parents[2] / "sql" / "tpch", here.parent / "examples" / "tpch"):
+    for d in (CHECKOUT_DIR / "sql" / "tpch", EXAMPLES_DIR / "tpch"):
         if d.is_dir() and any(d.glob("*.sql")):
             return d
     return None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ...errors import ViewletError
+from ..locations import CHECKOUT_DIR, EXAMPLES_DIR
 
 TPCH = "tpch"
 ORDERBOOK = "orderbook"
@@ -37,12 +38,11 @@ class ViewDefinition:
 
 def search_dirs() -> List[Path]:
     """Directories searched for ``<name>.sql``, each with its subdirectories."""
-    here = Path(__file__).resolve()
     out = []
     env = os.environ.get("VIEWLET_SQL_DIR")
     if env:
         out.append(Path(env))
-    for d in (here.parents[3] / "sql", here.parents[1] / "examples"):
+    for d in (CHECKOUT_DIR / "sql", EXAMPLES_DIR):
         if d.is_dir():
             out.append(d)
     return out

@@ -10,6 +10,7 @@ import subprocess
 from typing import Dict, List, Optional
 
 from . import runner
+from ..locations import CHECKOUT_DIR
 
 #: the batch engine's targets (issue 18), judged on the higher-order views with engine auto
 TARGET_SCALE, TARGET_BATCH = 1.0, 10_000
@@ -59,8 +60,7 @@ def machine() -> Dict:
 
 def _commit() -> Optional[str]:
     """The checkout's git commit (with '+changes' when the tree differs), if run from one."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
+    root = str(CHECKOUT_DIR)
     if not os.path.isdir(os.path.join(root, ".git")) and \
             not os.path.isfile(os.path.join(root, ".git")):
         return None
