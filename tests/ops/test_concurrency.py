@@ -10,6 +10,7 @@ from chispa import assert_df_equality
 from deltalake import DeltaTable
 
 from viewlet.errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
+from viewlet.engine import drift
 from viewlet.engine.manifest import Manifest
 from viewlet.engine.spark.io import read_table
 
@@ -106,6 +107,39 @@ def test_two_refreshers_of_one_view(spark, vl, work):
             assert len(batches) == len(set(batches)), records   # one row per batch and phase
         assert_view_matches(spark, "cc_two", QUERY)
     spark.sql("DROP INCREMENTAL VIEW cc_two")
+
+
+def test_a_batch_another_refresher_commits_meanwhile_is_applied_once(spark, vl, work,
+                                                                    monkeypatch):
+    # A refresher that read the manifest, then lost the processor while another refresher
+    # planned and committed the batch, must not plan the same commits again under the next
+    # batch number (they would be applied twice).
+    spark.sql(f"CREATE INCREMENTAL VIEW cc_late AS {QUERY}")
+    while not {"r", "s"} & set(work.batch()):
+        pass
+    real_ranges = drift.batch_ranges
+    interleaved = []
+
+    def ranges_then_another_refresh(view, *args, **kwargs):
+        out = real_ranges(view, *args, **kwargs)
+        if not interleaved and view.name == "cc_late":
+            interleaved.append(True)
+            other = threading.Thread(target=lambda: interleaved.append(
+                vl.refresh("cc_late")["status"]))
+            other.start()
+            other.join()
+        return out
+
+    def committed():
+        return [r.batch for r in vl.load("cc_late").manifest.records() if r.phase == "committed"]
+
+    before = committed()
+    monkeypatch.setattr(drift, "batch_ranges", ranges_then_another_refresh)
+    vl.refresh("cc_late")
+    assert interleaved[1:] == ["refreshed"]          # the other refresher ran the batch
+    assert committed() == before + [before[-1] + 1]  # one batch, committed once
+    assert_view_matches(spark, "cc_late", QUERY)
+    spark.sql("DROP INCREMENTAL VIEW cc_late")
 
 
 def test_two_creates_of_one_name(spark, vl, work):

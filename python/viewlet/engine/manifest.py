@@ -82,10 +82,10 @@ class Manifest:
             if known is not None and known[0] == version - 1:
                 _READ[self.path] = (version, known[1] + added)
 
-    def records(self) -> List[BatchRecord]:
+    def records(self, rows: Optional[List[BatchRecord]] = None) -> List[BatchRecord]:
         """The planned and committed rows, by batch (a batch's planned row first), without
-        the planned rows of dropped batches."""
-        rows = self.all_records()
+        the planned rows of dropped batches (of `rows`, read by all_records, or read now)."""
+        rows = self.all_records() if rows is None else rows
         dropped = {r.batch for r in rows if r.phase == DROPPED}
         return [r for r in rows if r.phase in BATCH_PHASES
                 and not (r.phase == "planned" and r.batch in dropped)]
@@ -150,10 +150,13 @@ class Manifest:
         self._append(BatchRecord(planned.batch, DROPPED, planned.ranges, planned.map_versions,
                                  {"dropped": reason}))
 
-    def next_planned(self) -> int:
+    def next_planned(self, rows: Optional[List[BatchRecord]] = None) -> int:
         """The number of the next batch to plan: after every planned, committed or dropped
-        one (a dropped batch's number is not planned again: its plan transaction is used)."""
-        return max((r.batch for r in self.all_records() if r.phase != "failed"), default=-1) + 1
+        one (a dropped batch's number is not planned again: its plan transaction is used).
+        A refresher passes the `rows` its batch's ranges follow from: a batch another
+        refresher planned since then takes that number, and plan() refuses it."""
+        rows = self.all_records() if rows is None else rows
+        return max((r.batch for r in rows if r.phase != "failed"), default=-1) + 1
 
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,

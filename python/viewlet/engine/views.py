@@ -560,7 +560,11 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     manifest = view.manifest
     waited = recovered = None
     while True:
-        records = manifest.records()
+        # One read of the manifest: the batch planned below continues exactly from it (its
+        # number, ranges and map versions), so a batch another refresher planned meanwhile
+        # makes plan() fail instead of being applied again.
+        rows = manifest.all_records()
+        records = manifest.records(rows)
         latest = records[-1]
         last = [r for r in records if r.phase == "committed"][-1]
         if latest.phase == "planned":
@@ -583,7 +587,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
         map_versions["__result"] = ctx.store.version(view.result_path)
         if view.top_n is not None:
             map_versions[ORDERED] = ctx.store.version(view.ordered_path)
-        record = BatchRecord(manifest.next_planned(), "planned", ranges, map_versions, {})
+        record = BatchRecord(manifest.next_planned(rows), "planned", ranges, map_versions, {})
         with lease.Lease(view, record.batch):    # written before the planned row is visible
             if not manifest.plan(record.batch, ranges, map_versions):
                 continue                 # another refresher planned it first: wait for it
