@@ -20,20 +20,32 @@ def result_sql_local(view) -> str:
     Raises NotLocal naming what has no exact local equivalent. Built once per view."""
     from .targets import ansi, leaf_columns
     from ..plan.batch import Leaf
-    key = ("result_sql_local", ansi(view))
+    spec, state = view.compiled.spec, view.spec["view_map"]
+
+    def text():
+        from .views import inner_layout
+        return result_rows_sql(spec, inner_layout(view.spec), view.spec["agg_types"],
+                               view.map_schema(state).keys, COUNT_COLUMN,
+                               {m: view.map_schema(m).keys for m in multiset_params(spec)},
+                               table=lambda name: q(LEAF_PREFIX + name), copies=False)
+
+    def tables():
+        out = {LEAF_PREFIX + "s": leaf_columns(view, Leaf("map", state))}
+        out.update({LEAF_PREFIX + p: leaf_columns(view, Leaf("map", m))
+                    for m, p in multiset_params(spec).items()})
+        return out
+
+    return duckdb_sql_once(view, ("result_sql_local", ansi(view)), text, tables)
+
+
+def duckdb_sql_once(view, key, text, tables) -> str:
+    """The Spark SQL `text()` over leaf `tables()` translated for DuckDB, built once per view
+    and key (key[1]: ANSI mode); the NotLocal refusal is kept too and raised each time."""
     cache = view.compiled.cache
     if key not in cache:
-        from .views import inner_layout
-        spec, layout = view.compiled.spec, inner_layout(view.spec)
-        state = view.spec["view_map"]
-        params = multiset_params(spec)
-        text = result_rows_sql(spec, layout, view.spec["agg_types"], view.map_schema(state).keys,
-                               COUNT_COLUMN, {m: view.map_schema(m).keys for m in params},
-                               table=lambda name: q(LEAF_PREFIX + name), copies=False)
-        tables = {LEAF_PREFIX + "s": leaf_columns(view, Leaf("map", state))}
-        tables.update({LEAF_PREFIX + p: leaf_columns(view, Leaf("map", m)) for m, p in params.items()})
         try:
-            tree, _ = Translator(tables, ansi=key[1]).query(sqlglot.parse_one(text, read="spark"))
+            tree, _ = Translator(tables(), ansi=key[1]).query(
+                sqlglot.parse_one(text(), read="spark"))
             cache[key] = tree.sql(dialect="duckdb")
         except NotLocal as e:
             cache[key] = e

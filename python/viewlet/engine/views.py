@@ -827,16 +827,7 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     new_state = add_at_keys(hot.rows_by_keys(view, state_name, record.map_versions[state_name],
                                              delta_state, schema.keys),
                             delta_state, schema.keys, list(schema.values))
-    multisets = {}
-    for name, param in multiset_params(view.compiled.spec).items():
-        ms_schema = view.map_arrow_schema(name)
-        group = view.map_schema(name).keys[:len(schema.keys)]
-        # the state's and the multiset's group key columns are both k0, k1, ...
-        old = hot.rows_by_keys(view, name, record.map_versions[name], new_state, group)
-        rows = [old.select(ms_schema.names).cast(ms_schema)]
-        if deltas.get(name) is not None:
-            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
-        multisets[param] = pa.concat_tables(rows)
+    multisets = _multiset_rows(view, record, deltas, new_state, len(schema.keys))
     _, columns = result_sql(view)
     out_schema = _result_arrow_schema(view, columns)
     ins = _state_rows(view, new_state, multisets, local, progress)
@@ -850,6 +841,22 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     return pa.concat_tables([
         ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())),
         dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
+
+
+def _multiset_rows(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
+                   groups: pa.Table, group_width: int) -> Dict[str, pa.Table]:
+    """{multiset parameter: its rows at `groups` before the batch, plus the batch's delta}:
+    the state's and the multiset's group key columns are both k0, k1, ..."""
+    multisets = {}
+    for name, param in multiset_params(view.compiled.spec).items():
+        ms_schema = view.map_arrow_schema(name)
+        group = view.map_schema(name).keys[:group_width]
+        before = hot.rows_by_keys(view, name, record.map_versions[name], groups, group)
+        rows = [before.select(ms_schema.names).cast(ms_schema)]
+        if deltas.get(name) is not None:
+            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
+        multisets[param] = pa.concat_tables(rows)
+    return multisets
 
 
 def inner_layout(spec: Dict) -> Dict:
@@ -881,15 +888,7 @@ def _window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     state = sum_by_key(pa.concat_tables([old.select(arrow.names).cast(arrow),
                                          delta_state.select(arrow.names).cast(arrow)]),
                        schema.keys, list(schema.values), _zero_columns(view, state_name))
-    multisets = {}
-    for name, param in multiset_params(view.compiled.spec).items():
-        ms_schema = view.map_arrow_schema(name)
-        group = view.map_schema(name).keys[:len(schema.keys)]
-        before = hot.rows_by_keys(view, name, record.map_versions[name], state, group)
-        rows = [before.select(ms_schema.names).cast(ms_schema)]
-        if deltas.get(name) is not None:
-            rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
-        multisets[param] = pa.concat_tables(rows)
+    multisets = _multiset_rows(view, record, deltas, state, len(schema.keys))
     ins = _window_rows(view, state, multisets, local, progress, out_schema)
     dels = windowed.deletes(units, unit_keys, layout, out_schema, OP)
     source = pa.concat_tables([

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
-import sqlglot
 
 from ..plan.lower import q
 from ..frontend.windows import WindowFunction
@@ -162,27 +161,18 @@ def _tuples(table: pa.Table, columns: Sequence[str]) -> List[tuple]:
 def local_window_sql(view) -> str:
     """The window SQL for DuckDB (NotLocal when it has no exact translation); built once."""
     from ..plan.local import types as T
-    from ..plan.local.translate import Translator
-    from ..plan.local.types import NotLocal
     from ..plan.batch import LEAF_PREFIX
+    from .result_local import duckdb_sql_once
     from .targets import ansi
-    key = ("window_sql_local", ansi(view))
-    cache = view.compiled.cache
-    if key not in cache:
-        types = window_input_types(view)
-        text = window_sql(view.compiled.spec, view.spec["inner"], view.spec["result"], types,
-                          q(LEAF_PREFIX + "rows"))
-        columns = [(c, T.parse(t)) for c, t in types.items()]
-        try:
-            tree, _ = Translator({LEAF_PREFIX + "rows": columns}, ansi=key[1]).query(
-                sqlglot.parse_one(text, read="spark"))
-            cache[key] = tree.sql(dialect="duckdb")
-        except NotLocal as e:
-            cache[key] = e
-    value = cache[key]
-    if isinstance(value, Exception):
-        raise value
-    return value
+
+    def text():
+        return window_sql(view.compiled.spec, view.spec["inner"], view.spec["result"],
+                          window_input_types(view), q(LEAF_PREFIX + "rows"))
+
+    def tables():
+        return {LEAF_PREFIX + "rows": [(c, T.parse(t)) for c, t in window_input_types(view).items()]}
+
+    return duckdb_sql_once(view, ("window_sql_local", ansi(view)), text, tables)
 
 
 def window_input_types(view) -> Dict[str, str]:
