@@ -55,6 +55,10 @@ VIEWS = {
         "SELECT DISTINCT r.a % 2 AS p, CASE WHEN r.c > 0 THEN 'pos' WHEN r.c < 0 THEN 'neg' END "
         "AS sign, COALESCE(upper(substring(t.h, 1, 1)) || 'z', '-') AS h1 "
         "FROM r LEFT JOIN t ON r.a = t.e",
+    # an unqualified name in a join's ON that two FROM items have: the one joined so far
+    # (s.e, not t.e; resolved by sqlglot's scopes, frontend/names.py)
+    "on_name_of_the_items_joined_so_far":
+        "SELECT r.a, t.h, s.f FROM s JOIN r ON s.b = r.b AND e > 0 LEFT JOIN t ON t.e = s.e",
 }
 BATCHES = 3
 

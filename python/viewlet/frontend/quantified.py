@@ -10,9 +10,9 @@ three-valued definition over three row counts of the subquery, each a scalar COU
   x op ANY (S):  some row with x op y TRUE -> TRUE; S empty -> FALSE;
                  x NULL or some y NULL -> NULL; else FALSE
 
-`x` moves into the subqueries, so its unqualified columns are first qualified with the
-enclosing query's table aliases (a subquery table with a column of the same name would
-capture them otherwise).
+`x` moves into the subqueries, so the query's columns are first qualified as Spark resolves
+them (frontend/names.py): a subquery table with a column of the same name would capture
+them otherwise.
 
 An aggregating S with GROUP BY or HAVING has one row per group: it becomes a subquery in
 FROM of the counts, `SELECT COUNT(*) FROM (S with its item as y) AS q WHERE ...q.y...`, so
@@ -21,12 +21,13 @@ the counts are counts of groups (`_over_groups`). A global aggregate has exactly
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from sqlglot import exp
 
 from ..errors import UnsupportedSQL
 from .checks import position_of
+from .names import qualify_columns
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
@@ -36,8 +37,10 @@ def rewrite_quantified(tree: exp.Expression, sql: str,
     """tree with every quantified comparison replaced (the tree is changed in place).
     `columns_of(table)` lists a FROM table's column names."""
     found = [n for n in tree.find_all(exp.All, exp.Any)]
+    if found:                                  # x moves into subqueries: qualify it first
+        qualify_columns(tree, columns_of)
     for node in reversed(found):               # inner ones first: outer copies carry them
-        _replace(node, sql, columns_of)
+        _replace(node, sql)
     return tree
 
 
@@ -45,7 +48,7 @@ def _fail(sql, construct, node, detail=""):
     raise UnsupportedSQL(construct, detail, position_of(node), sql)
 
 
-def _replace(node, sql, columns_of):
+def _replace(node, sql):
     kind = "ALL" if isinstance(node, exp.All) else "ANY / SOME"
     cmp = node.parent
     if not isinstance(cmp, _COMPARISONS) or cmp.args.get("expression") is not node:
@@ -67,7 +70,7 @@ def _replace(node, sql, columns_of):
     else:
         item = select.expressions[0]
         y = item.this if isinstance(item, exp.Alias) else item
-    x = _qualified(cmp.this, cmp, columns_of)
+    x = cmp.this.copy()
 
     def count(extra: Optional[exp.Expression]) -> exp.Expression:
         s = select.copy()
@@ -115,50 +118,3 @@ def _over_groups(select: exp.Select):
         this=inner, alias=exp.TableAlias(this=exp.to_identifier(GROUPS_ALIAS))))
     return rows, y
 
-
-def _qualified(x: exp.Expression, at: exp.Expression, columns_of) -> exp.Expression:
-    """x with its unqualified columns qualified by the alias of the enclosing query's table
-    that has them (the nearest enclosing SELECT first)."""
-    x = x.copy()
-    for col in list(x.find_all(exp.Column)):
-        if col.table or isinstance(col.this, exp.Star) or _inside_subquery(col, x):
-            continue
-        alias = _owner(col.name, at, columns_of)
-        if alias is not None:
-            col.set("table", exp.to_identifier(alias))
-    return x
-
-
-def _inside_subquery(node, root) -> bool:
-    node = node.parent
-    while node is not None and node is not root:
-        if isinstance(node, (exp.Select, exp.Subquery)):
-            return True
-        node = node.parent
-    return False
-
-
-def _owner(name: str, at: exp.Expression, columns_of) -> Optional[str]:
-    scope = at.parent
-    low = name.lower()
-    while scope is not None:
-        if isinstance(scope, exp.Select):
-            owners = [alias for alias, cols in _sources(scope, columns_of)
-                      if low in (c.lower() for c in cols)]
-            if len(owners) == 1:
-                return owners[0]
-            if owners:
-                return None                    # ambiguous: the translator reports it
-        scope = scope.parent
-    return None
-
-
-def _sources(select: exp.Select, columns_of):
-    from_ = select.args.get("from_") or select.args.get("from")
-    items: List = [from_.this] if from_ is not None else []
-    items += [j.this for j in select.args.get("joins") or []]
-    for item in items:
-        if isinstance(item, exp.Table):
-            yield item.alias_or_name, columns_of(item)
-        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
-            yield item.alias_or_name, [e.alias_or_name for e in item.this.expressions]

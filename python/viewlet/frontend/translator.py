@@ -26,6 +26,7 @@ from .collects import collect_aggregate, explicit_separators
 from .filters import rewrite_aggregate_filters
 from .grouping import grouping_call, grouping_sets, has_grouping_sets
 from .multisets import ViewMultisets, multiset_aggregate
+from .names import as_written, qualify_columns
 from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
                     star_with_using)
@@ -153,6 +154,10 @@ class _Translator:
         self.instances.append(TableInstance(alias, info, self.relation_names[info.id]))
 
     def column_var(self, col: exp.Column) -> str:
+        """The variable of a column. The query's names arrive qualified as Spark resolves
+        them (frontend/names.py); an unqualified one here is a USING column, or a name no
+        FROM item has once (reported with the candidates), or one in a query the front
+        end built itself."""
         name, qual = col.name, col.table
         if qual == VAR_QUALIFIER:
             return self.find(name)
@@ -272,6 +277,7 @@ class _Translator:
     def _translate_select(self, tree: exp.Expression) -> ViewSpec:
         if not isinstance(tree, exp.Select):
             self.fail(f"a top-level {tree.key.upper()} (only SELECT is supported)", tree)
+        tree = qualify_columns(tree, self._table_columns)      # frontend/names.py
         tree = rewrite_quantified(tree, self.sql, self._table_columns)
         reject_unsupported(tree, self.sql)
         distinct = tree.args.get("distinct") is not None
@@ -478,7 +484,7 @@ class _Translator:
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
             var = child.column_var(node)
             if var not in group_vars:
-                child.fail(f"column '{node.sql()}' in HAVING: neither a GROUP BY column nor "
+                child.fail(f"column '{as_written(node)}' in HAVING: neither a GROUP BY column nor "
                            "inside an aggregate", node)
             return exp.column(var, quoted=True)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
@@ -744,7 +750,7 @@ class _Translator:
                     return exp.column(group_map[key], quoted=True)
             if isinstance(node, exp.Column):
                 raise ViewletError(
-                    f"Column '{node.sql()}' must be in GROUP BY or inside an aggregate.",
+                    f"Column '{as_written(node)}' must be in GROUP BY or inside an aggregate.",
                     position_of(node))
             new = node.copy()
             for k, v in list(new.args.items()):
@@ -757,7 +763,7 @@ class _Translator:
 
         outputs = []
         for s in selects:
-            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else as_written(s)
             inner = s.this if isinstance(s, exp.Alias) else s
             outputs.append(OutputColumn(name, Scalar(replace(inner))))
         having_expr = None
@@ -870,7 +876,7 @@ class _Translator:
         values = SubqueryValues(self)
         for s in selects:
             inner = s.this if isinstance(s, exp.Alias) else s
-            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else s.sql(dialect="spark")
+            name = s.alias_or_name if isinstance(s, (exp.Alias, exp.Column)) else as_written(s)
             if has_subquery(inner):
                 outputs.append(OutputColumn(name, Scalar(values.expression(inner))))
                 # columns read beside the subquery (`r.b = (SELECT ...)`): hidden state keys
