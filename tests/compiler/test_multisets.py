@@ -250,7 +250,7 @@ def test_aggregates_share_one_multiset_per_argument():
     by_arg = {a.sql: a.multiset for a in spec.aggregates}
     assert len(set(by_arg.values())) == 3, by_arg
     assert by_arg["MIN(r.b)"] == by_arg["MAX(r.b)"] == by_arg["COUNT(DISTINCT r.b)"] \
-        == by_arg["SUM(DISTINCT r.b)"]
+        == by_arg["SUM(DISTINCT `r`.b)"]
     assert sorted(m.name for m in program.multisets()) == sorted(spec.multisets)
     for m in program.multisets():
         assert m.level == 0 and m.group_keys == 1 and m.keys[:1] == spec.group
