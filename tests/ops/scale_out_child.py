@@ -31,7 +31,9 @@ QUERY = ("SELECT k, tag, COUNT(*) AS n, SUM(v) AS total, MAX(v) AS top "
 def rows(n: int, seed: int, keys: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     k = rng.integers(0, keys, n)
-    tags = np.array([f"{i:04d}" + "x" * 180 for i in range(64)])   # wide: bytes per row
+    # wide rows: the batch outgrows the driver's heap with few rows (the rows' count costs
+    # time, their bytes make the point)
+    tags = np.array([f"{i:04d}" + "x" * 1300 for i in range(64)])
     return pa.table({"k": pa.array(k, pa.int64()),
                      "tag": pa.array(tags[rng.integers(0, 64, n)], pa.string()),
                      "v": pa.array(rng.integers(-1000, 1000, n), pa.int64())})

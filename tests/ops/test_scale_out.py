@@ -17,7 +17,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 def test_a_batch_larger_than_the_driver_heap_is_maintained_exactly(tmp_path):
     env = dict(os.environ, SPARK_HOME=os.path.dirname(pyspark.__file__))
     out = subprocess.run([sys.executable, os.path.join(HERE, "scale_out_child.py"),
-                          str(tmp_path), "3000000"], cwd=ROOT, env=env, capture_output=True,
+                          str(tmp_path), "500000"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=1500)
     tail = out.stdout[-3000:] + out.stderr[-3000:]
     assert out.returncode == 0, tail
@@ -26,7 +26,7 @@ def test_a_batch_larger_than_the_driver_heap_is_maintained_exactly(tmp_path):
     assert facts["batch_bytes"] > facts["heap"], facts      # the batch does not fit the heap
     assert facts["engine"] == "distributed", facts
     assert "spark.viewlet.distributed.minChangeRows" in facts["reason"], facts
-    assert facts["view_rows"] > 1_000_000, facts
+    assert facts["view_rows"] > 450_000, facts              # and so does the view
     assert facts["differences"] == 0, facts
     # a small batch afterwards is not sent to the executors (its changes are few; which of
     # the driver's targets runs it depends on the map rows it reads)
