@@ -33,7 +33,6 @@ from sqlglot.errors import SqlglotError
 from ..calculus.ir import Add, Cond, Groups, Lift, Mul, Nested, Value
 from ..calculus.normalize import normalize
 from ..calculus.scalar import Scalar
-from .nodes import has_subquery
 from .sources import Derived, safe_name
 
 UNION_ALIAS = "__union"
@@ -120,14 +119,8 @@ def distinct_derived(tr, select, child, conds, derived):
     as DISTINCT treats it)."""
     outputs = []
     lifts = []
-    for item in child.expand_star(select.expressions):
-        name = item.alias_or_name
-        inner = item.this if isinstance(item, exp.Alias) else item
-        if has_subquery(inner):
-            tr.fail("a subquery in the select list of a FROM subquery", inner)
-        if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
-            var = child.column_var(inner)
-        else:
+    for name, inner, var in child.output_items(select):
+        if var is None:
             var = tr.fresh(f"{safe_name(derived.alias)}_{safe_name(name)}".lower() or "d")
             tr.parent[var] = var
             lifts.append(Lift(var, child.to_scalar(inner)))

@@ -53,7 +53,7 @@ class _Translator:
     Used by the other front-end modules (each receives the translator as a parameter):
       names        column_var, find, fresh, fail, var_type, is_nullable, is_padded, null_of
       FROM items   nested_scope, read_from, add_source, add_derived, add_derived_instance,
-                   expand_star, bind_columns, instances, joins, using
+                   output_items, expand_star, bind_columns, instances, joins, using
       atoms        unify, base_atoms, source_atoms, instance_vars, predicate_atoms, to_scalar
     """
 
@@ -365,14 +365,8 @@ class _Translator:
         if aggregating:
             self.add_derived_instance(derived, node)
             return
-        for item in child.expand_star(select.expressions):
-            name = item.alias_or_name
-            inner = item.this if isinstance(item, exp.Alias) else item
-            if has_subquery(inner):
-                self.fail("a subquery in the select list of a FROM subquery", inner)
-            if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
-                var = child.column_var(inner)
-            else:
+        for name, inner, var in child.output_items(select):
+            if var is None:
                 for col in outer_columns(inner):
                     child.column_var(col)
                 var = self.fresh(f"{safe_name(alias)}_{safe_name(name)}".lower() or "d")
@@ -382,6 +376,16 @@ class _Translator:
                 self.assigned.add(var)
             derived.add(name, var, self.nullable.get(var, True))
         self.add_derived_instance(derived, node)
+
+    def output_items(self, select: exp.Select):
+        """A FROM subquery's outputs, read in its own scope (this one): (name, expression,
+        the variable of a plain column, or None for an expression the caller assigns)."""
+        for item in self.expand_star(select.expressions):
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if has_subquery(inner):
+                self.fail("a subquery in the select list of a FROM subquery", inner)
+            plain = isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star)
+            yield item.alias_or_name, inner, (self.column_var(inner) if plain else None)
 
     def add_derived_instance(self, derived: Derived, node: exp.Subquery):
         """Add a derived table to FROM, its columns renamed by the alias's column list."""
