@@ -33,3 +33,19 @@ class TableInfo:
 class TableResolver(Protocol):
     def resolve(self, parts: Sequence[str]) -> TableInfo:
         """Resolve a table reference (name parts as written) or raise TableNotFound."""
+
+
+class ResolvedOnce:
+    """A resolver that resolves each table reference once per translation: resolving reads
+    the table's Delta log, and the name pass (frontend/names.py) and the translator both
+    ask for every table. Failures are not kept (each asks again and gets the error)."""
+
+    def __init__(self, resolver: TableResolver):
+        self.resolver = resolver
+        self._tables: dict = {}
+
+    def resolve(self, parts: Sequence[str]) -> TableInfo:
+        key = tuple(parts)
+        if key not in self._tables:
+            self._tables[key] = self.resolver.resolve(parts)
+        return self._tables[key]

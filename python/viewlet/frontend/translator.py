@@ -42,7 +42,7 @@ from .spec import COUNT_COLUMN, AggregateSpec, OutputColumn, ViewSpec
 from .nodes import has_subquery, outer_columns, outer_nodes
 from .sources import Derived, TableInstance, safe_name
 from .subqueries import SubqueryTranslator
-from .tables import TableInfo, TableResolver
+from .tables import ResolvedOnce, TableInfo, TableResolver
 
 
 class _Translator:
@@ -1033,4 +1033,4 @@ def _from_sql(tree: exp.Select, grouped: bool = True, group_items=None) -> str:
 
 def translate(sql: str, resolver: TableResolver, in_filters: bool = True) -> ViewSpec:
     """`in_filters`: see _Translator (False for views created before that rule)."""
-    return _Translator(sql, resolver, in_filters=in_filters).translate()
+    return _Translator(sql, ResolvedOnce(resolver), in_filters=in_filters).translate()
