@@ -38,8 +38,9 @@ def spark(tmp_path_factory):
     # target every batch runs on (tests/spark/oracle.py checks it), CI runs both.
     # TieredStopAtLevel=1 (the JVM's quick compiler only): the suite runs thousands of
     # different small queries, whose generated code the optimizing compiler would spend a
-    # core on without paying back; with two pytest streams (scripts/test.sh) the suite ran
-    # 30% faster on 2 cores. Semantics are the JVM's either way.
+    # core on without paying back: two test modules side by side took 250 s with it, 328 s
+    # without (377 s one after the other); the whole suite in two streams (scripts/test.sh)
+    # gained less, 61 minutes on 2 cores. Semantics are the JVM's either way.
     if DELTA_SESSION:
         # as a user would: delta's pip helper (the jar from Maven through Spark's Ivy), its
         # extension and catalog first, Viewlet's configure_spark appending to them
