@@ -31,16 +31,15 @@ def spark(tmp_path_factory):
         .config("spark.ui.enabled", "false") \
         .config("spark.sql.shuffle.partitions", "2") \
         .config("spark.driver.memory", "4g") \
-        .config("spark.driver.extraJavaOptions",
-                os.environ.get("VIEWLET_TEST_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")) \
         .config("spark.viewlet.engine", os.environ.get("VIEWLET_TEST_ENGINE", "local"))
     # 4g: the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run; the engine: the
     # target every batch runs on (tests/spark/oracle.py checks it), CI runs both.
-    # TieredStopAtLevel=1 (the JVM's quick compiler only): the suite runs thousands of
-    # different small queries, whose generated code the optimizing compiler would spend a
-    # core on without paying back: two test modules side by side took 250 s with it, 328 s
-    # without (377 s one after the other); the whole suite in two streams (scripts/test.sh)
-    # gained less, 61 minutes on 2 cores. Semantics are the JVM's either way.
+    # VIEWLET_TEST_JAVA_OPTIONS: extra driver JVM flags (e.g. -XX:TieredStopAtLevel=1, the
+    # quick JIT only, ran two modules side by side in 250 s against 328 s; it is not CI's
+    # default: a CI run in two streams with it lost its test JVM, cause unrecorded).
+    if os.environ.get("VIEWLET_TEST_JAVA_OPTIONS"):
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 os.environ["VIEWLET_TEST_JAVA_OPTIONS"])
     if DELTA_SESSION:
         # as a user would: delta's pip helper (the jar from Maven through Spark's Ivy), its
         # extension and catalog first, Viewlet's configure_spark appending to them
@@ -60,3 +59,54 @@ def spark(tmp_path_factory):
 def vl(spark):
     import viewlet
     return viewlet.enable(spark)
+
+
+# ---------------------------------------------------------------- when the test JVM dies
+# Every test after it fails with py4j's "Connection refused", which says nothing of why.
+# The first failure that finds the JVM gone records its exit status and the JVM's last words
+# (its stderr lands in the running test's captured output), printed in the terminal summary
+# and appended to $VIEWLET_TEST_JVM_REPORT (scripts/test.sh prints that file last).
+JVM_EXITS = {
+    0: "exited normally: its stdin closed (the Python side went away)",
+    50: "Spark's handler exited on an uncaught fatal error (e.g. StackOverflowError in a task)",
+    52: "Spark's handler exited on an OutOfMemoryError (the driver heap is spark.driver.memory)",
+    -6: "aborted: the JVM itself crashed (see hs_err_pid*.log)",
+    -9: "was SIGKILLed: the kernel's OOM killer (machine memory) or another process",
+}
+_jvm_death: list[str] = []
+
+
+def _test_jvm():
+    """The Popen of the JVM PySpark launched in this process, or None."""
+    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    gateway = getattr(getattr(context, "SparkContext", None), "_gateway", None)
+    return getattr(gateway, "proc", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or _jvm_death:
+        return
+    proc = _test_jvm()
+    code = proc.poll() if proc is not None else None
+    if code is None:
+        return
+    words = "\n".join(text for title, text in report.sections if "stderr" in title)
+    crash_log = [os.path.join(d, f"hs_err_pid{proc.pid}.log") for d in (ROOT, os.getcwd())]
+    _jvm_death.append(
+        f"The test JVM (pid {proc.pid}) {JVM_EXITS.get(code, 'exited')} - exit status {code}; "
+        f"first seen gone at {item.nodeid} ({report.when}).\n"
+        + "".join(f"Its crash log: {p}\n" for p in crash_log if os.path.exists(p))
+        + "Its last stderr lines:\n" + "\n".join(words.splitlines()[-40:]) + "\n")
+    path = os.environ.get("VIEWLET_TEST_JVM_REPORT")
+    if path:
+        with open(path, "a") as out:
+            out.write(_jvm_death[0])
+
+
+def pytest_terminal_summary(terminalreporter):
+    for text in _jvm_death:
+        terminalreporter.section("the test JVM died", sep="!")
+        terminalreporter.write(text)
