@@ -77,10 +77,11 @@ _jvm_death: list[str] = []
 
 
 def _test_jvm():
-    """The Popen of the JVM PySpark launched in this process, or None."""
-    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
-    gateway = getattr(getattr(context, "SparkContext", None), "_gateway", None)
-    return getattr(gateway, "proc", None)
+    """The Popen of the JVM PySpark launched in this process, or None (no JVM started)."""
+    if "pyspark" not in sys.modules:    # a failure in a JVM-free test: no import for it
+        return None
+    from viewlet.jvm.running import running_gateway
+    return getattr(running_gateway(), "proc", None)
 
 
 @pytest.hookimpl(hookwrapper=True)
