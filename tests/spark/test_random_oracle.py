@@ -52,6 +52,30 @@ def test_view_equals_recompute_after_every_batch(spark, vl, tmp_path, shape, dep
     check_view_through_batches(spark, work, view, SHAPES[shape], depth, BATCHES)
 
 
+# `*` and `t.*` over USING / NATURAL joins (issue: rows under the wrong names): Spark lists
+# the join columns first, also for `t.*`, and a RIGHT / FULL join's `t.*` keeps t's own value.
+# r.a and r.b are both int, so a swap of the two cannot compare equal.
+STAR_SHAPES = {
+    "star_natural_qualified": "SELECT r.* FROM r NATURAL JOIN s",
+    "star_natural_all": "SELECT * FROM r NATURAL JOIN s",
+    "star_using_left_right_side": "SELECT s.* FROM r LEFT JOIN s USING (b)",
+    "star_using_right_left_side": "SELECT r.* FROM r RIGHT JOIN s USING (b)",
+    "star_natural_full": "SELECT * FROM s NATURAL FULL JOIN t",
+    "star_natural_full_qualified": "SELECT t.* FROM s NATURAL FULL JOIN t",
+    "star_using_chain": "SELECT * FROM r JOIN s USING (b) JOIN t USING (e)",
+    "star_in_subquery": "SELECT x.*, x.a + 1 AS a1 FROM (SELECT r.* FROM r NATURAL JOIN s) x "
+                        "WHERE x.a > 0",
+    "star_in_union": "SELECT r.* FROM r NATURAL JOIN s UNION ALL SELECT r.* FROM r JOIN t "
+                     "ON r.a = t.e",
+}
+
+
+@pytest.mark.parametrize("shape", list(STAR_SHAPES))
+def test_star_over_using_equals_recompute_after_every_batch(spark, vl, tmp_path, shape):
+    work = registered_workload(spark, str(tmp_path), zlib.crc32(f"star/{shape}".encode()))
+    check_view_through_batches(spark, work, f"v_{shape}", STAR_SHAPES[shape], None, BATCHES)
+
+
 # Aggregates over dates, timestamps, doubles and strings, grouped by expressions over them
 # (table u: NULL-heavy, repeated values, deletes by key and tag, updates of the double)
 TYPED_SHAPES = {

@@ -101,7 +101,9 @@ def expand(expr: Expr) -> List[Monomial]:
         out = []
         for m in expand(expr.body):
             private = m.free_vars() - set(expr.group)
-            out.append(rename_monomial(m, {v: fresh_var(v.split("_")[0] or "v") for v in private}))
+            # in name order: the fresh numbers must not follow the set's hash order
+            out.append(rename_monomial(m, {v: fresh_var(v.split("_")[0] or "v")
+                                           for v in sorted(private)}))
         return out
     raise TypeError(type(expr).__name__)
 

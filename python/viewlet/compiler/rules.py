@@ -72,7 +72,7 @@ def decompose(mono: Monomial, trigger_vars: frozenset):
 
     owners: Dict[str, List[int]] = {}
     for i, r in enumerate(rels):
-        for v in r.free_vars() - trigger_vars:
+        for v in sorted(r.free_vars() - trigger_vars):     # sorted: union order decides roots
             owners.setdefault(v, []).append(i)
     for idxs in owners.values():
         for j in idxs[1:]:

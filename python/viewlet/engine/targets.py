@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 import pyarrow as pa
 
 from ..plan.local import types as T
-from .local.executor import LocalEngineError
+from .local.executor import LocalEngineError, unavailable
 from ..plan.local.translate import Translator
 from ..plan.local.types import NotLocal
 from ..plan.batch import LEAF_PREFIX, Leaf, Phase
@@ -241,6 +241,9 @@ def local_blocker(view) -> Optional[str]:
 def _blocker(view) -> Optional[str]:
     if view.compiled.depth == 0:
         return "depth 0 recomputes the view on Spark"
+    missing = unavailable()
+    if missing is not None:
+        return missing
     relations = tuple(view.compiled.program.relations())
     try:
         plan = view.batch_plan(relations, relations)

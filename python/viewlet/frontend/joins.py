@@ -87,7 +87,7 @@ def record_join(tr, join: exp.Join):
     if isinstance(join.this, exp.Subquery) and isinstance(join.this.this, exp.Table):
         tr.fail("a parenthesized join", join.this,
                 "Write the inner join as a subquery: (SELECT ... FROM a JOIN b ...) AS x.")
-    left_names = [e.alias_or_name for e in star_with_using(tr)] if natural else []
+    left_names = [c.name for c in from_columns(tr)[0]] if natural else []
     if how in ("right", "full") and isinstance(join.this, exp.Lateral):
         tr.fail(f"{how.upper()} JOIN LATERAL", join,
                 "As in Spark: a LATERAL subquery joins with an inner, CROSS or LEFT join.")
@@ -131,23 +131,57 @@ def record_join(tr, join: exp.Join):
     tr.joins.append(record)
 
 
-def star_with_using(tr) -> List[exp.Expression]:
-    """`*` over joins with USING, as Spark lists it: a join's USING columns first (once),
-    then the other columns of its left and of its right side."""
+@dataclass(frozen=True)
+class StarColumn:
+    """A column a `*` or `t.*` over the FROM clause can list: its name, the FROM item it
+    belongs to (None for a FULL JOIN's merged USING column) and its value."""
+    name: str
+    qualifier: Optional[str]
+    expr: exp.Expression
+
+
+def from_columns(tr) -> Tuple[List[StarColumn], List[StarColumn]]:
+    """The FROM clause's columns as Spark's analyzer keeps them: (output, hidden). A join
+    with USING (or NATURAL) lists its USING columns first (the left side's, the right
+    side's after a RIGHT join, their COALESCE after a FULL join), then the other columns of
+    its left and of its right side; the USING columns it does not list are hidden, reachable
+    only by a qualified name, newest join first. `*` is the output; `t.*` is t's columns of
+    hidden + output, in that order (Spark's `UnresolvedStar.expand`), so `R.*` over
+    `R NATURAL JOIN S` starts with the join columns too."""
     def columns(inst):
-        return [(c.name, exp.column(c.name, table=inst.alias, quoted=True))
+        return [StarColumn(c.name, inst.alias, exp.column(c.name, table=inst.alias, quoted=True))
                 for c in inst.table.columns]
-    cols = columns(tr.instances[0])
+    output = columns(tr.instances[0])
+    hidden: List[StarColumn] = []
     for j in tr.joins:
         right = columns(j.source)
         if not j.using:
-            cols += right
+            output = output + right
             continue
-        names = {n.lower() for n, _ in j.using}
-        cols = [(n, exp.alias_(var_column(v), n, quoted=True)) for n, v in j.using] + \
-            [c for c in cols if c[0].lower() not in names] + \
-            [c for c in right if c[0].lower() not in names]
-    return [e for _, e in cols]
+        names = [n.lower() for n, _ in j.using]
+        left_keys = [next(c for c in output if c.name.lower() == n) for n in names]
+        right_keys = [next(c for c in right if c.name.lower() == n) for n in names]
+        if j.kind == "full":
+            keys = [StarColumn(n, None, exp.alias_(var_column(v), n, quoted=True))
+                    for n, v in j.using]
+            unlisted = left_keys + right_keys
+        elif j.kind == "right":
+            keys, unlisted = right_keys, left_keys
+        else:
+            keys, unlisted = left_keys, right_keys
+        output = keys + [c for c in output if c not in left_keys] + \
+            [c for c in right if c not in right_keys]
+        hidden = unlisted + hidden
+    return output, hidden
+
+
+def star_columns(tr, qualifier: Optional[str] = None) -> List[exp.Expression]:
+    """What `*` (qualifier None) or `qualifier.*` lists over tr's FROM clause, as Spark."""
+    output, hidden = from_columns(tr)
+    if qualifier is None:
+        return [c.expr for c in output]
+    q = qualifier.lower()
+    return [c.expr for c in hidden + output if c.qualifier is not None and c.qualifier.lower() == q]
 
 
 def padded_sources(joins: List[Join], first) -> List:

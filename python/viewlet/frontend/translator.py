@@ -29,7 +29,7 @@ from .multisets import ViewMultisets, multiset_aggregate
 from .names import as_written, qualify_columns
 from .aliases import inline_lateral_aliases
 from .joins import (OUTER, VAR_QUALIFIER, Join, from_atoms, padded_sources, record_join,
-                    star_with_using)
+                    star_columns)
 from .lateral import check_grouped, correlation, is_lateral, lateral_subquery, not_null_guards
 from .ordering import split_order, resolve as resolve_order
 from .quantified import rewrite_quantified
@@ -593,16 +593,10 @@ class _Translator:
     def expand_star(self, selects):
         out = []
         for s in selects:
-            if isinstance(s, exp.Star) and any(j.using for j in self.joins):
-                out += star_with_using(self)
-            elif isinstance(s, exp.Star) or (isinstance(s, exp.Column)
-                                             and isinstance(s.this, exp.Star)):
-                qual = s.table if isinstance(s, exp.Column) else ""
-                for inst in self.instances:
-                    if qual and inst.alias.lower() != qual.lower():
-                        continue
-                    for c in inst.table.columns:
-                        out.append(exp.column(c.name, table=inst.alias, quoted=True))
+            if isinstance(s, exp.Star):
+                out += star_columns(self)
+            elif isinstance(s, exp.Column) and isinstance(s.this, exp.Star):
+                out += star_columns(self, s.table)
             else:
                 out.append(s)
         return out

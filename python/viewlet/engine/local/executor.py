@@ -23,9 +23,24 @@ class LocalEngineError(Exception):
     batch is run again on Spark, which computes Spark's own answer or error."""
 
 
+def unavailable() -> Optional[str]:
+    """Why the local engine cannot start in this process (DuckDB cannot be imported), or
+    None. DuckDB is a dependency of the package; a broken or trimmed install sends every
+    batch to Spark with this reason (EXPLAIN, HISTORY) instead of failing the batch."""
+    try:
+        import duckdb  # noqa: F401
+    except ImportError as e:
+        return (f"the local target needs DuckDB, which cannot be imported here ({e}); "
+                "reinstall Viewlet or `pip install duckdb` to run small batches in the driver")
+    return None
+
+
 class LocalEngine:
     def __init__(self, threads: Optional[int] = None, memory_limit: Optional[str] = None):
-        import duckdb
+        try:
+            import duckdb
+        except ImportError as e:     # engine/targets.py checks first; this is the backstop
+            raise LocalEngineError(unavailable() or str(e)) from e
         self._duckdb = duckdb
         config = {"threads": threads or max(1, os.cpu_count() or 1),
                   "preserve_insertion_order": False}

@@ -12,14 +12,30 @@ from ...storage.arrow import plain_types
 
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    """Spark's types for Arrow's. The same on every pyspark: 4.1 changed the default for an
+    Arrow timestamp without a time zone (TIMESTAMP before, TIMESTAMP_NTZ since); Viewlet
+    keeps the first reading, which its tables were written with."""
     from pyspark.sql.pandas.types import from_arrow_schema
     plain = plain_types(pa.table({f.name: pa.array([], f.type) for f in arrow_schema})).schema
-    return from_arrow_schema(plain)
+    return from_arrow_schema(plain, prefer_timestamp_ntz=False)
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
+    """Arrow's types for Spark's: a TIMESTAMP is microseconds in UTC (as Delta stores it) on
+    every pyspark (4.1 made the time zone an argument, without a default)."""
     from pyspark.sql.pandas.types import to_arrow_schema
+    if _TIMEZONE_ARGUMENT:
+        return to_arrow_schema(schema, timezone="UTC")
     return to_arrow_schema(schema)
+
+
+def _takes_timezone() -> bool:
+    import inspect
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return "timezone" in inspect.signature(to_arrow_schema).parameters
+
+
+_TIMEZONE_ARGUMENT = _takes_timezone()
 
 
 def snapshot_frame(spark: SparkSession, snap: Snapshot, columns: Optional[Iterable[str]] = None) -> DataFrame:
