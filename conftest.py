@@ -111,3 +111,14 @@ def pytest_terminal_summary(terminalreporter):
     for text in _jvm_death:
         terminalreporter.section("the test JVM died", sep="!")
         terminalreporter.write(text)
+
+
+# ---------------------------------------------------------- the views a test run creates
+# VIEWLET_RECORD_VIEWS=FILE appends one JSON line per view CREATE compiles (its query, the
+# tables it resolved to, its options): the corpus tests/compiler/test_deterministic.py
+# compiles under several hash seeds (scripts/test.sh runs it after the suite).
+def pytest_configure(config):
+    path = os.environ.get("VIEWLET_RECORD_VIEWS")
+    if path:
+        from tests.view_corpus import record_creates
+        record_creates(path)

@@ -8,8 +8,8 @@
     spark.sql("SELECT * FROM v")
 """
 from .errors import (ChangeFeedError, ConcurrentUpdate, NotEnabledError, StatementInterrupted,
-                     TableNotFound, UnsupportedSQL, ViewAlreadyExists, ViewletError,
-                     ViewletParseError, ViewNotFound)
+                     StoredProgramError, TableNotFound, UnsupportedSQL, ViewAlreadyExists,
+                     ViewletError, ViewletParseError, ViewNotFound)
 from .api.session import configure_spark, context, enable, register_table
 
 __version__ = "0.1.0"
@@ -26,4 +26,4 @@ def __getattr__(name):
 __all__ = ["configure_spark", "enable", "context", "register_table", "ViewletError",
            "UnsupportedSQL", "ViewletParseError", "TableNotFound", "ViewNotFound",
            "NotEnabledError", "ViewAlreadyExists", "ChangeFeedError", "ConcurrentUpdate",
-           "StatementInterrupted", "workloads"]
+           "StoredProgramError", "StatementInterrupted", "workloads"]

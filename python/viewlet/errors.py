@@ -92,3 +92,11 @@ class ConcurrentUpdate(ViewletError):
     """Another writer committed to the same Viewlet table first (Delta's conflict check)."""
 
     kind = "conflict"
+
+
+class StoredProgramError(ViewletError):
+    """A view's stored trigger program cannot be run by this version of Viewlet (a format it
+    does not read, a stored text that fails its fingerprint, or a query that no longer
+    reads as the program's maps); the message names the remedy (REFRESH ... FULL)."""
+
+    kind = "analysis"

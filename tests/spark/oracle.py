@@ -9,6 +9,19 @@ DOUBLE_TOLERANCE = 1e-6   # doubles drift under incremental sums; decimals and i
 #: the target every test batch runs on (conftest.py sets spark.viewlet.engine from it): CI
 #: runs the oracle tests once with each
 ENGINE = os.environ.get("VIEWLET_TEST_ENGINE", "local")  # noqa: documented, read by conftest
+#: the restart variant: every REFRESH the oracle runs goes to another Python process (its own
+#: session, another PYTHONHASHSEED: tests/spark/other_process.py), as after a kernel restart
+RESTART = os.environ.get("VIEWLET_TEST_RESTART") == "1"
+
+
+def refresh(spark, view: str, full: bool = False):
+    """REFRESH INCREMENTAL VIEW `view` [FULL]: here, or in the other process under
+    VIEWLET_TEST_RESTART=1. The statement's result row as a dict."""
+    statement = f"REFRESH INCREMENTAL VIEW {view}{' FULL' if full else ''}"
+    if RESTART:
+        from .other_process import other_process
+        return other_process(spark).sql(statement)[0]
+    return spark.sql(statement).first().asDict()
 
 
 def explain_parts(spark, view: str):
@@ -90,7 +103,7 @@ def check_view_through_batches(spark, work, view: str, query: str, depth, batche
         for i in range(batches + 1):
             if i:
                 work.batch()
-                spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+                refresh(spark, view)
             assert_matches(spark, view, oracle or query)
             if also is not None:
                 also()

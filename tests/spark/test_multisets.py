@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from .oracle import check_view_through_batches, explain_parts
+from .oracle import check_view_through_batches, explain_parts, refresh
 from .workload import registered_workload
 
 VIEWS = {
@@ -156,7 +156,7 @@ def test_q15_ties_and_drops_to_the_maximum(spark, vl, tmp_path, depth):
                 DeltaTable(paths["lineitem"]).update(updates=values, predicate=predicate)
             if inserts:
                 write_deltalake(paths["lineitem"], lines(inserts), mode="append")
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            refresh(spark, view)
             assert_view_matches(spark, view, query)
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

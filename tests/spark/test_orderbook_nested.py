@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import viewlet
 
-from .oracle import assert_view_matches, explain_parts
+from .oracle import assert_view_matches, explain_parts, refresh
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql" / "orderbook"
 QUERIES = ["vwap", "vwap_cached", "psp", "axf", "bsp", "bsv", "mst"]
@@ -45,7 +45,7 @@ def test_orderbook_view_equals_recompute(spark, vl, tmp_path, name):
         assert_view_matches(spark, view, query)
         for _ in range(BATCHES.get(name, 3)):
             stream.apply(stream.next_batch(15))
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            refresh(spark, view)
             assert_view_matches(spark, view, query)
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from .oracle import assert_top_n_matches
+from .oracle import assert_top_n_matches, refresh
 from .workload import registered_workload
 
 VIEWS = {
@@ -52,7 +52,7 @@ def test_top_n_equals_spark_modulo_ties(spark, vl, tmp_path, small_slack, name):
         assert_top_n_matches(spark, view, query)
         for _ in range(BATCHES):
             work.batch()
-            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            refresh(spark, view)
             assert_top_n_matches(spark, view, query)
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

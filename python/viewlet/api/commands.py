@@ -61,11 +61,13 @@ def explain_rows(view) -> List[Sequence]:
 
 def _create(ctx, st: Statement):
     existing = ctx.catalog.find(st.name, "view")
+    if st.must_exist and existing is None:
+        ctx.load(st.name)                  # raises the usual 'does not exist' error
     if st.or_refresh and existing is not None:
         r = _refresh_or_replace(ctx, existing, st)
+    elif st.or_replace and existing is not None:
+        r = _replace(ctx, existing, st)
     else:
-        if st.or_replace:
-            ctx.drop_view(st.name, if_exists=True)
         r = ctx.create_view(st.name, st.query, st.options.get("depth"), st.if_not_exists,
                             caches=st.options.get("caches", False),
                             map_writes=st.options.get("map_writes", "append"),
@@ -80,8 +82,7 @@ def _create(ctx, st: Statement):
 
 def _refresh_or_replace(ctx, entry: Entry, st: Statement):
     """CREATE OR REFRESH of an existing view: the same definition is refreshed (one batch);
-    a new one is rebuilt from the current data in place, keeping the view's history."""
-    from ..engine.rebuild import rebuild_view
+    a new one replaces it, keeping the maps it still needs and the view's history."""
     wanted = {"depth": st.options.get("depth"), "caches": st.options.get("caches", False),
               "map_writes": st.options.get("map_writes", "append"),
               "engine": st.options.get("engine")}
@@ -91,15 +92,23 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
         r = ctx.refresh(entry.name)
         return {"view": entry.name, "status": r["status"], "maps": len(entry.spec["maps"]),
                 "rows": r["rows_changed"], "seconds": r["seconds"]}
-    changed = [k for k in DEFINITION_OPTIONS if wanted[k] != have[k]]
-    reason = "CREATE OR REFRESH with a new " + \
-        ("query" if " ".join(st.query.split()) != " ".join(entry.spec["sql"].split())
-         else "setting of " + ", ".join(changed))
-    r = rebuild_view(ctx, entry.name, reason=reason, definition=(st.query, wanted, st.options.get(
-        "enable_change_data_feed")))
-    return {"view": entry.name, "status": "replaced" + r["status"][len("rebuilt"):],
-            "maps": len(ctx.catalog.find(entry.name, "view").spec["maps"]),
-            "rows": r["rows_changed"], "seconds": r["seconds"]}
+    return _replace(ctx, entry, st)
+
+
+def _replace(ctx, entry: Entry, st: Statement):
+    """A new definition of an existing view: the maps it still needs are kept
+    (engine/replace.py). ALTER ... AS keeps the view's settings where it names none."""
+    from ..engine.replace import replace_view
+    given = {k: st.options[k] for k in DEFINITION_OPTIONS if k in st.options}
+    if st.must_exist:
+        settings = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),
+                    "map_writes": entry.spec.get("map_writes", "append"),
+                    "engine": entry.spec.get("engine")}
+    else:
+        settings = {"depth": None, "caches": False, "map_writes": "append", "engine": None}
+    settings.update(given)
+    return replace_view(ctx, entry.name, st.query, settings,
+                        st.options.get("enable_change_data_feed"))
 
 
 def _alter(ctx, st: Statement):

@@ -7,6 +7,8 @@
                enable_change_data_feed = true | false
   DROP INCREMENTAL VIEW [IF EXISTS] name
   REFRESH INCREMENTAL VIEW name [FULL]
+  ALTER INCREMENTAL VIEW name [WITH (option = value, ...)] AS query   (a new query; the
+      view's settings where WITH names none; maps the new query still needs are kept)
   ALTER INCREMENTAL VIEW name SET REFRESH EVERY '<interval>' | SET REFRESH MANUAL
   ALTER INCREMENTAL VIEW name {ADD | ALTER} SCHEDULE [REFRESH] EVERY n <unit> | DROP SCHEDULE
   SHOW INCREMENTAL VIEWS
@@ -57,6 +59,7 @@ class Statement:
     if_exists: bool = False
     if_not_exists: bool = False
     or_replace: bool = False
+    must_exist: bool = False       # ALTER ... AS: replace the query of an existing view
     or_refresh: bool = False       # CREATE OR REFRESH (Databricks): create, or refresh if it exists
     options: Dict[str, object] = field(default_factory=dict)
     query: Optional[str] = None
@@ -175,6 +178,10 @@ def parse(text: str) -> Statement:
     if st.kind == "drop":
         st.if_exists = t.accept("IF", "EXISTS")
     st.name = t.name()
+    if st.kind == "alter" and (t.peek()[0] or "").upper() in ("AS", "WITH"):
+        # ALTER ... [WITH (...)] AS <query>: a new query for an existing view
+        st = Statement("create", name=st.name, or_replace=True, must_exist=True)
+        return _definition(t, text, st, start)
     if st.kind == "refresh" and t.accept("FULL"):
         st.options["full"] = True
     elif st.kind == "describe" and t.accept("HISTORY"):
@@ -200,6 +207,11 @@ def _create(t: _Tokens, text: str, start: int) -> Statement:
     t.expect_view()
     st.if_not_exists = t.accept("IF", "NOT", "EXISTS")
     st.name = t.name()
+    return _definition(t, text, st, start)
+
+
+def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
+    """The clauses before AS (WITH (...), SCHEDULE ...), then AS and the query."""
     with_given = schedule_given = False
     while True:                       # view clauses, in any order, before AS
         tok, cstart = t.peek()

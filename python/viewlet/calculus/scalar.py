@@ -41,6 +41,11 @@ class Scalar:
     def vars(self) -> frozenset:
         return self._vars
 
+    def var_order(self) -> tuple:
+        """The variables in the order the expression's tree lists them (each once): an order
+        that follows the expression's structure, not the variables' names."""
+        return tuple(dict.fromkeys(c.name for c in self._ast.find_all(exp.Column)))
+
     @property
     def key(self) -> str:
         return self._key

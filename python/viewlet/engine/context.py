@@ -36,7 +36,9 @@ class EngineContext:
             self.store.own(prefix)
         self.catalog = Catalog(self.store, self.layout)
         self._auto_enable_change_feed = auto_enable_change_feed
-        self._compiled: Dict[str, CompiledView] = {}
+        # view id -> (the stored program's fingerprint, its compiled form): a view whose
+        # query is replaced keeps its id, and its new program replaces the old one here
+        self._compiled: Dict[str, tuple] = {}
         self._continuous = None
         self._local_engine = None
         self._hot_maps = None
@@ -196,12 +198,13 @@ class EngineContext:
         if entry is None:
             raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                                "lists the views of this warehouse.")
-        if entry.id not in self._compiled:
-            self._compiled[entry.id] = views.load_compiled(self, entry)
-        return views.LoadedView(self, entry, self._compiled[entry.id])
+        key = _compiled_key(entry)
+        if self._compiled.get(entry.id, (None,))[0] != key:
+            self._compiled[entry.id] = (key, views.load_compiled(self, entry))
+        return views.LoadedView(self, entry, self._compiled[entry.id][1])
 
     def remember(self, entry: Entry, compiled: CompiledView):
-        self._compiled[entry.id] = compiled
+        self._compiled[entry.id] = (_compiled_key(entry), compiled)
 
     def forget(self, view_id: str):
         self._compiled.pop(view_id, None)
@@ -248,3 +251,10 @@ class EngineContext:
         if entry.kind == "view":
             return self.read_view(entry.name)
         return read_table(self.spark, self.store, entry.location)
+
+
+def _compiled_key(entry: Entry):
+    """What a view's compiled form follows from: its stored program (its fingerprint), or
+    for a view created before programs were stored, its query."""
+    program = entry.spec.get("program")
+    return program["fingerprint"] if program else entry.spec.get("sql")

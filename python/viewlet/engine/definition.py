@@ -8,7 +8,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..calculus.normalize import fresh_names
 from ..compiler.hoivm import compile_view
-from ..compiler.program import Program
+from ..compiler.program import VALUE, Program
+from ..compiler.stored import decode_program, encode_program
+from ..errors import StoredProgramError
 from ..frontend.spec import COUNT_COLUMN, ViewSpec
 from ..frontend.translator import translate
 from ..frontend.tables import ColumnInfo, TableInfo, TableResolver
@@ -28,6 +30,14 @@ class CompiledView:
     in_filters: bool = True
     #: what the runtime derives from the program once per process (batch plans, result SQL)
     cache: Dict = field(default_factory=dict, repr=False, compare=False)
+    #: the program as the catalog entry keeps it (compiler/stored.py); None for a view created
+    #: before programs were stored, whose program was compiled again in this process
+    stored: Optional[Dict] = field(default=None, repr=False, compare=False)
+
+    @property
+    def table_ids(self) -> Dict[str, str]:
+        """relation -> table identity, for the relations the program reads."""
+        return {rel: self.spec.tables[rel].id for rel in self.program.relations()}
 
 
 def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
@@ -42,6 +52,63 @@ def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
                                {n: m.query for n, m in spec.multisets.items()}, caches=caches,
                                fuse=fused, support=COUNT_COLUMN)
     return CompiledView(spec, program, depth, fused, in_filters)
+
+
+def stored_form(compiled: CompiledView) -> Dict:
+    """The program as CREATE stores it with the view (compiler/stored.py), kept on
+    `compiled` too."""
+    if compiled.stored is None:
+        compiled.stored = encode_program(compiled.program, compiled.table_ids)
+    return compiled.stored
+
+
+def load_definition(entry: Dict, view: str) -> CompiledView:
+    """A view's compiled form from its catalog entry (`entry`: the entry's spec): the stored
+    program, bound to the front end's reading of the query. The front end runs again (the
+    result is read through its ViewSpec); the compiler does not: the program is the one
+    CREATE stored, and the front end's reading must be the one that program maintains (its
+    view state and multisets, over the same tables), else StoredProgramError with the
+    remedy. An entry without a stored program (a view created by an earlier version) is
+    compiled again; `CompiledView.stored` is None then, and the engine rebuilds such a view
+    before its next batch (its maps cannot be proven to be the ones compiled here)."""
+    depth, fused, in_filters = entry["depth"], entry.get("fused", False), entry.get("in_filters", False)
+    stored = entry.get("program")
+    if stored is None:
+        return compile_definition(entry["sql"], StoredTables(entry["refs"]), depth,
+                                  entry.get("caches", False), fused, in_filters)
+    program = decode_program(stored, view)
+    with fresh_names():
+        spec = translate(entry["sql"], StoredTables(entry["refs"]), in_filters)
+    compiled = CompiledView(spec, program, depth, fused, in_filters, stored=stored)
+    mismatch = _binding_mismatch(compiled, stored)
+    if mismatch is not None:
+        raise StoredProgramError(
+            f"Incremental view {view}: this version of Viewlet reads its query differently from "
+            f"the version that created it ({mismatch}), so its stored program cannot be bound "
+            f"to the query's result. REFRESH INCREMENTAL VIEW {view} FULL rebuilds its maps "
+            "from the base tables with this version's program.")
+    return compiled
+
+
+def _binding_mismatch(compiled: CompiledView, stored: Dict) -> Optional[str]:
+    """Why the front end's reading of the query is not the one the stored program maintains
+    (None when it is): the same tables, view state (keys and column definitions) and
+    multisets, variable names included, since the result is read through them."""
+    spec, program = compiled.spec, compiled.program
+    if program.depth != compiled.depth:
+        return f"depth {program.depth} stored, {compiled.depth} in the catalog entry"
+    tables = {rel: spec.tables[rel].id for rel in stored["tables"] if rel in spec.tables}
+    if tables != stored["tables"]:
+        return "its tables differ"
+    state = program.maps.get(program.view_map)
+    if state is None or tuple(state.keys) != tuple(spec.group) \
+            or list(state.values.items()) != list(spec.columns.items()):
+        return "its view state differs"
+    for name, multiset in spec.multisets.items():
+        m = program.maps.get(name)
+        if m is None or m.values != {VALUE: multiset.query} or m.group_keys != len(spec.group):
+            return f"its multiset {name} differs"
+    return None
 
 
 class RecordingResolver(TableResolver):
@@ -130,6 +197,6 @@ def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
             "global": spec.is_aggregate and not spec.group}
 
 
-__all__ = ["CompiledView", "compile_definition", "StoredTables",
+__all__ = ["CompiledView", "compile_definition", "load_definition", "stored_form", "StoredTables",
            "RecordingResolver", "physical_names", "normalize_value_type", "result_layout", "COUNT_COLUMN",
            "HIDDEN_PREFIX"]

@@ -5,8 +5,9 @@ statistics each batch recorded, the rebuilds with their reason and the refreshes
 Statuses:
   created      the initial load of CREATE
   committed    a batch of REFRESH (or continuous refresh) that was applied
-  rebuilt      the load of REFRESH ... FULL (or CREATE OR REFRESH with a new definition);
-               `message` says why
+  rebuilt      the load of REFRESH ... FULL; `message` says why
+  replaced     the load of a new query (CREATE OR REPLACE, ALTER ... AS, CREATE OR REFRESH
+               with a new definition); `message` names the maps kept and loaded
   failed       a refresh that ended in an error before committing; `message` is the error
   planned, not committed   an interrupted batch; the next REFRESH re-runs it
   abandoned    an interrupted batch a rebuild made moot
@@ -29,7 +30,7 @@ COLUMNS = [
     ("seconds", "double"), ("phase_seconds", "map<string,double>"), ("spark_jobs", "int"),
     ("engine", "string"), ("engine_reason", "string"), ("message", "string"),
 ]
-STATUSES = ("created", "committed", "rebuilt", "failed", "failed (...), dropped",
+STATUSES = ("created", "committed", "rebuilt", "replaced", "failed", "failed (...), dropped",
             "planned, not committed", "abandoned")
 
 
@@ -71,7 +72,8 @@ def _batch_row(view, rec: BatchRecord, done: Optional[BatchRecord], started, dis
     load = "create" in seconds                 # an initial load: CREATE's or a rebuild's
     total = seconds.pop("create", None) if load else seconds.pop("total", None)
     if done:
-        status = "rebuilt" if stats.get("rebuilt") else "created" if load else "committed"
+        status = "replaced" if "maps_kept" in stats else "rebuilt" if stats.get("rebuilt") \
+            else "created" if load else "committed"
     else:
         status = "abandoned (a rebuild replaced the view before it was re-run)" if superseded \
             else _uncommitted(view, rec.batch)
@@ -85,8 +87,20 @@ def _batch_row(view, rec: BatchRecord, done: Optional[BatchRecord], started, dis
         {k: round(v, 3) for k, v in seconds.items()} if done else None,
         stats.get("spark_jobs"),
         _engine(stats) if done else None, stats.get("engine_reason") if done else None,
-        stats.get("rebuilt"),
+        _load_message(stats),
     )
+
+
+def _load_message(stats: Dict) -> Optional[str]:
+    """Why a view was loaded again, and for a new query which maps it kept and loaded."""
+    reason = stats.get("rebuilt")
+    if "maps_kept" not in stats:
+        return reason
+    kept = stats["maps_kept"]
+    return (f"{reason}: {len(kept)} map(s) kept ("
+            + ", ".join(f"{new} = {old}" if new != old else new for new, old in kept.items())
+            + f"), {len(stats.get('maps_loaded', []))} loaded ("
+            + ", ".join(stats.get("maps_loaded", [])) + ")")
 
 
 def _failure_row(rec: BatchRecord):

@@ -14,6 +14,7 @@ from typing import Dict, Optional, Tuple
 
 from ..errors import ViewNotFound
 from . import chain, views
+from .kept import Kept, released_paths
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
 KEPT_SETTINGS = ("refresh", "map_writes", "engine", "enable_change_data_feed", "catalog_name")
@@ -32,9 +33,9 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
     downstream = chain.downstream_order(ctx, old.name)
-    created = _rebuild_one(ctx, old, reason, definition)
+    created = rebuild_one(ctx, old, reason, definition)
     for dependent in downstream:
-        _rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
+        rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
                      f"its upstream view {old.name} was rebuilt ({reason})")
     status = "rebuilt" + (f" (and {', '.join(downstream)}, which read it)" if downstream else "")
     return {"view": old.name, "batch": created["batch"], "changes": 0,
@@ -42,7 +43,9 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
             "status": status}
 
 
-def _rebuild_one(ctx, old, reason: str, definition=None) -> Dict:
+def rebuild_one(ctx, old, reason: str, definition=None, keep: Optional[Kept] = None) -> Dict:
+    """Build `old`'s view anew (its stored settings, or `definition`), swap it in, then drop
+    what the new view does not use (all of the old one, but for maps `keep` let it keep)."""
     kept = {k: old.spec[k] for k in KEPT_SETTINGS if k in old.spec}
     sql, depth, caches = old.spec["sql"], old.spec["depth"], old.spec.get("caches", False)
     if definition is not None:
@@ -55,7 +58,9 @@ def _rebuild_one(ctx, old, reason: str, definition=None) -> Dict:
         if consent is not None:
             kept["enable_change_data_feed"] = consent
     created = views.create_view(ctx, old.name, sql, depth, replacing=old, options=kept,
-                                caches=caches, rebuild_reason=reason)
+                                caches=caches, rebuild_reason=reason, keep=keep)
     ctx.forget(old.id)
-    ctx.store.drop(old.location)
+    new = ctx.catalog.find(old.name, "view")
+    for path in released_paths(old.location, old.spec["maps"], new.spec["maps"], new.location):
+        ctx.store.drop(path)
     return created

@@ -30,9 +30,10 @@ from .spark.catalog_views import result_properties
 from . import (chain, distributed, drift, faults, hot, initial_load, lease, maps, ordered,
                published, windowed)
 from .catalog import Entry
+from .kept import Kept, map_location, outside_dirs
 from .determinism import reject_nondeterministic, reject_unplannable
-from .definition import (CompiledView, RecordingResolver, StoredTables, compile_definition,
-                         normalize_value_type, parts_key, result_layout)
+from .definition import (CompiledView, RecordingResolver, compile_definition, load_definition,
+                         normalize_value_type, parts_key, result_layout, stored_form)
 from .manifest import BatchRecord, Manifest
 from .progress import Progress
 from .result import multiset_params, result_rows_sql
@@ -117,7 +118,7 @@ class LoadedView:
         return self.compiled.spec.tables[relation].id
 
     def map_path(self, name: str) -> str:
-        return self.ctx.layout.map_table(self.id, name)
+        return map_location(self.entry.location, name, self.spec["maps"][name])
 
     def map_schema(self, name: str) -> MapSchema:
         key = ("map_schema", name)
@@ -205,10 +206,12 @@ class _Draft:
 def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 if_not_exists: bool = False, replacing: Optional[Entry] = None,
                 options: Optional[Dict] = None, caches: bool = False,
-                rebuild_reason: Optional[str] = None) -> Dict:
+                rebuild_reason: Optional[str] = None, keep: Optional[Kept] = None) -> Dict:
     """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry; the new
     manifest carries the old one's rows and records the load as a batch `rebuilt` for
-    `rebuild_reason`."""
+    `rebuild_reason`. `keep`: the replaced view's maps (a new query: engine/replace.py);
+    a map of the new program with the same content is read where it is, the others are
+    loaded at the base-table versions those hold."""
     validate_name(name)
     t_start = time.perf_counter()
     if replacing is None:
@@ -219,6 +222,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         replacing.spec.get("catalog_name")
     recorder = RecordingResolver(ctx.resolver())
     compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
+    stored_form(compiled)                     # the program kept with the view, checked first
     spec = compiled.spec
     view_id = uuid.uuid4().hex
     view_dir = ctx.layout.view_dir(view_id)
@@ -229,6 +233,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         progress.step("checking the base tables' change data feed")
         versions = _prepare_base_tables(ctx, name, compiled,
                                         (options or {}).get("enable_change_data_feed"))
+        if keep is not None:        # every map at the versions the kept ones hold
+            versions = {rel: keep.versions.get(spec.tables[rel].id, v)
+                        for rel, v in versions.items()}
         draft = _Draft(ctx, view_id, compiled)
         frames = {spec.tables[r].id: _relation_frame(ctx, spec.tables[r], v)
                   for r, v in versions.items()}
@@ -250,11 +257,16 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         maps_json: Dict[str, Dict] = {}
         parts: Dict[str, DataFrame] = {}
         if depth != 0:
+            fingerprints = {m["name"]: m["fingerprint"] for m in compiled.stored["maps"]}
             for m in compiled.program.maps.values():
                 schema, frame = _initial_map(ctx, m, source)
                 maps_json[m.name] = dict(schema.to_json(),
                                          cluster=maps.cluster_order(compiled.program, m.name))
-                parts[m.name] = frame
+                old = keep.take(m.name, fingerprints[m.name], maps_json[m.name]) if keep else None
+                if old is not None:
+                    maps_json[m.name] = dict(old.schema, location=old.location)
+                else:
+                    parts[m.name] = frame
         # Small bases: every map in one Spark job; else one job per map, so that the driver
         # holds one map at a time (engine/initial_load.py).
         carried = old_manifest = None
@@ -263,8 +275,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             carried = old_manifest.rows()
         first_batch = old_manifest.next_batch() if old_manifest is not None else 0
         txn = (f"viewlet:{view_id}", first_batch)
-        kept = set(multiset_params(spec)) | {compiled.program.view_map}
-        kept_data: Dict[str, pa.Table] = {}    # what the result rows are derived from
+        sources = set(multiset_params(spec)) | {compiled.program.view_map}
+        source_rows: Dict[str, pa.Table] = {}  # what the result rows are derived from
         warm: Dict[str, pa.Table] = {}         # maps kept hot in memory for the batches
         arrow = {part: arrow_schema(MapSchema(maps_json[part]["keys"], maps_json[part]["key_types"],
                                               maps_json[part]["values"]).struct())
@@ -283,19 +295,23 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                     path = ctx.layout.map_table(view_id, part)
                     distributed.create_map(ctx, path, parts[part], maps_json[part], arrow[part], txn,
                                            base_rows)
-                    if part in kept:
+                    if part in sources:
                         read[part] = read_table(ctx.spark, ctx.store, path, 0)
             else:
                 for part, data in initial_load.collect(parts, arrow, base_rows, progress.step):
                     written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part),
                                                  data, maps_json[part]["keys"],
                                                  maps_json[part]["cluster"], txn)
-                    if part in kept:
-                        kept_data[part] = data
+                    if part in sources:
+                        source_rows[part] = data
                     if ctx.hot_maps.fits(sum(t.nbytes for t in warm.values()) + written.nbytes):
                         warm[part] = written
                     del data, written
-                read = _staged(ctx, kept_data, scratch)
+                read = _staged(ctx, source_rows, scratch)
+            for part in (sources - set(parts)) if keep is not None else ():
+                # kept from the replaced view: read where they are
+                read[part] = read_table(ctx.spark, ctx.store, maps_json[part]["location"],
+                                        keep.used[part].version)
             source.release()
             progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
             rows = _initial_result(ctx, compiled, layout, agg_types, read, maps_json, sql,
@@ -330,13 +346,16 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                 del result
         finally:
             ctx.store.drop(scratch)
-        del kept_data
+        del source_rows
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}, **extra}
         if replacing is not None:
             stats["rebuilt"] = rebuild_reason or "REFRESH ... FULL"
+        if keep is not None:
+            stats["maps_kept"] = {new: old.name for new, old in keep.used.items()}
+            stats["maps_loaded"] = sorted(parts)
         Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats, first_batch,
                                                                       carried)
         entry = Entry(view_id, "view", name, view_dir, {
@@ -345,9 +364,12 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             **({"inner": inner} if inner is not None else {}),
             "table_ids": drift.table_ids(ctx, compiled.spec), "caches": caches,
             "fused": compiled.fused, "in_filters": compiled.in_filters,
+            "program": stored_form(compiled),
             **({"catalog_name": catalog_name} if catalog_name else {}),
             **(options or {}),
         })
+        if keep is not None:
+            keep.check_unchanged(ctx.store)
         ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
     except BaseException:
         ctx.store.drop(view_dir)
@@ -361,7 +383,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     _keep_hot(ctx, name, warm)
     return {"view": name, "status": "created", "maps": len(compiled.program.maps),
             "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3),
-            "batch": first_batch}
+            "batch": first_batch, "kept": len(keep.used) if keep else 0, "loaded": len(parts)}
 
 
 _UNKNOWN_ROWS = 1 << 62
@@ -554,6 +576,8 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     refreshes them first (engine/chain.py), unless `until` (the chain's base-table
     versions) says that this is one step of such a chain refresh."""
     view = ctx.load(name)
+    if view.compiled.stored is None:
+        return _rebuild_unproven(ctx, view)
     if until is None and chain.upstream_names(view.spec):
         return chain.refresh_chain(ctx, name, max_commits)
     t0 = time.perf_counter()
@@ -607,6 +631,18 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
 
 #: REFRESH's status when another refresher computed the batch this one would have
 WAITED = "waited for a concurrent refresh"
+#: why a view created before programs were stored is rebuilt at its next REFRESH
+UNPROVEN = ("created by a Viewlet that did not store its trigger program, so its maps cannot be "
+            "proven to be the ones this version maintains: rebuilt once from the base tables")
+
+
+def _rebuild_unproven(ctx, view: "LoadedView") -> Dict:
+    """A view without a stored program is never refreshed against its maps: REFRESH rebuilds
+    it (REFRESH ... FULL, which stores this version's program) and says so."""
+    from .rebuild import rebuild_view
+    log.warning("View %s: %s", view.name, UNPROVEN)
+    result = rebuild_view(ctx, view.name, reason=UNPROVEN)
+    return dict(result, status=f"{result['status']}: {UNPROVEN}")
 
 
 def _wait_for(view: LoadedView, batch: int) -> str:
@@ -1084,11 +1120,11 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
     ctx.forget(entry.id)
     published.withdraw(ctx, entry, ctx.layout.result_table(entry.id))
     ctx.store.drop(entry.location)
+    for held in outside_dirs(entry.location, entry.spec["maps"]):   # maps kept from before
+        ctx.store.drop(held)
     return {"view": name, "status": "dropped"}
 
 
 def load_compiled(ctx, entry: Entry) -> CompiledView:
-    spec = entry.spec
-    return compile_definition(spec["sql"], StoredTables(spec["refs"]), spec["depth"],
-                              spec.get("caches", False), spec.get("fused", False),
-                              spec.get("in_filters", False))
+    from ..frontend.lexical import quote_identifier
+    return load_definition(entry.spec, quote_identifier(entry.name))
