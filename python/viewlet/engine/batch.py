@@ -87,7 +87,7 @@ def run_triggers(view, record: BatchRecord, stats: Dict, progress=None) -> Dict[
     step(f"computing the deltas of {len(plan.targets)} map(s) ({choice.target} target)")
     if choice.target == targets.LOCAL:
         try:
-            return _run_local(view, plan, record, deltas, stats)
+            return run_local(view, plan, record, deltas, stats)
         except targets.LOCAL_FAILURES as e:
             reason = f"the local target failed ({targets.failure_text(e)}); ran on Spark"
             stats["engine"], stats["engine_reason"] = targets.SPARK, reason
@@ -126,7 +126,9 @@ def _retire_scratch(view, scratch: str):
         view.ctx.store.drop(previous)
 
 
-def _run_local(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:
+def run_local(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:
+    """The plan's map deltas computed by the local target (NotLocal, LocalEngineError, ...
+    when it cannot: engine/targets.py LOCAL_FAILURES)."""
     from ..plan.batch import LEAF_PREFIX
     from . import targets
     inputs = ArrowLeaves(view, record, deltas)

@@ -175,6 +175,9 @@ class ArrowLeaves(LeafReader):
                                               view.columns_of(leaf.name))
             # the column types the plan was typed with (Spark's view of the table)
             schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
+            if not schema.names:      # no column read (COUNT(*) of a cross join): DuckDB
+                # needs one, the plan reads none
+                return pa.table({"__viewlet_unit": pa.nulls(rows.num_rows, pa.int32())})
             return rows.select(schema.names).cast(schema)
         schema = view.map_arrow_schema(leaf.name)
         rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)

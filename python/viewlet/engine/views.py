@@ -284,6 +284,8 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         base_rows = _base_rows(ctx, compiled, versions)
         progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
         scale_out = distributed.load_reason(ctx, options, base_rows)
+        in_driver = _local_load(ctx, name, view_id, view_dir, compiled, maps_json, versions,
+                                options, base_rows, parts) if scale_out is None else None
         scratch = ctx.layout.scratch_dir(view_id, "create")
         top = spec.top_n if depth != 0 else None
         try:
@@ -298,7 +300,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                     if part in sources:
                         read[part] = read_table(ctx.spark, ctx.store, path, 0)
             else:
-                for part, data in initial_load.collect(parts, arrow, base_rows, progress.step):
+                loaded = in_driver.items() if in_driver is not None else \
+                    initial_load.collect(parts, arrow, base_rows, progress.step)
+                for part, data in loaded:
                     written = maps.write_initial(ctx.store, ctx.layout.map_table(view_id, part),
                                                  data, maps_json[part]["keys"],
                                                  maps_json[part]["cluster"], txn)
@@ -387,6 +391,31 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
 
 
 _UNKNOWN_ROWS = 1 << 62
+
+
+def _local_load(ctx, name: str, view_id: str, view_dir: str, compiled: CompiledView,
+                maps_json: Dict, versions: Dict[str, int], options: Optional[Dict],
+                base_rows: int, parts: Dict) -> Optional[Dict[str, pa.Table]]:
+    """The rows of the maps `parts` computed in the driver by the local target
+    (engine/initial_load.py local_maps), or None when they load on Spark: the engine is
+    'spark' or 'distributed', the base tables hold more than spark.viewlet.local.maxInputRows
+    rows, or a definition has no exact local translation."""
+    from . import targets
+    if not parts:
+        return None
+    draft = LoadedView(ctx, Entry(view_id, "view", name, view_dir,
+                                  dict(options or {}, maps=maps_json)),
+                       CompiledView(compiled.spec, initial_load.load_program(
+                           compiled.program, list(parts)), compiled.depth))
+    if targets.setting(draft) in (targets.SPARK, targets.DISTRIBUTED) or \
+            base_rows > targets.max_rows(draft) or targets.unavailable() is not None:
+        return None
+    try:
+        return initial_load.local_maps(draft, versions)
+    except targets.LOCAL_FAILURES as e:
+        log.info("View %s: maps loaded on Spark (the local target cannot: %s)", name,
+                 targets.failure_text(e))
+        return None
 
 
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:

@@ -61,9 +61,9 @@ class LocalEngine:
         token = cancel.current()          # a cancelled statement interrupts its query
         hook = token.on_cancel(cursor.interrupt) if token is not None else None
         try:
-            for name, table in tables.items():
-                cursor.register(name, table)
             try:
+                for name, table in tables.items():
+                    cursor.register(name, table)
                 with warnings.catch_warnings():
                     # execute(), not sql(): sql() tokenizes the text in Python first (seconds
                     # for a wide join's batch query); the extra copy it warns of is of the
