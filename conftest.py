@@ -8,8 +8,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 # Tests run the source tree (its jar is built on demand into a cache); the installed
-# package (scripts/setup.sh) is what the demo and the CLI use.
-if os.path.join(ROOT, "python") not in sys.path:
+# package (scripts/setup.sh) is what the demo and the CLI use. VIEWLET_TEST_INSTALLED=1:
+# the tests of the package as installed from its wheel (tests/installed) import that one.
+if os.environ.get("VIEWLET_TEST_INSTALLED") != "1" and \
+        os.path.join(ROOT, "python") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 

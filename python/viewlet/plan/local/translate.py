@@ -70,6 +70,13 @@ class _Scope:
     def all_columns(self) -> Columns:
         return [c for _, _, cols in self.relations for c in cols]
 
+    def columns_of(self, table: str) -> Columns:
+        """The columns `table.*` lists."""
+        for alias, _, cols in self.relations:
+            if alias == table.lower():
+                return cols
+        raise NotLocal(f"internal: no relation {table}")
+
 
 class Translator:
     """`tables`: the columns of every table name the queries may read (the plan's leaves);
@@ -178,7 +185,9 @@ class Translator:
                 out += scope.all_columns()
                 continue
             if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
-                raise NotLocal("qualified *")
+                items.append(exp.Column(this=exp.Star(), table=_ident(item.table)))
+                out += scope.columns_of(item.table)
+                continue
             value = item.this if isinstance(item, exp.Alias) else item
             translated, t = self.expr(value, scope)
             name = item.alias if isinstance(item, exp.Alias) else \
