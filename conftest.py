@@ -124,3 +124,45 @@ def pytest_configure(config):
     if path:
         from tests.view_corpus import record_creates
         record_creates(path)
+
+
+# ------------------------------------------------------------ named parts of the suite
+# VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
+#   representative  the other end of the Spark range: the oracle modules' first two cases of
+#                   each test function (their other tests whole), the DDL, JVM and shell
+#                   tests, TPC-H's smallest views
+#   restart         the restart variant (VIEWLET_TEST_RESTART=1): the oracle modules' first
+#                   case of each test function, TPC-H Q5, Q8, Q21 and Q22a
+ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
+                  "test_select_subqueries", "test_multisets", "test_more_sql",
+                  "test_sql_constructs", "test_windows", "test_top_n", "test_views_over_views",
+                  "test_orderbook_nested", "test_replace")
+WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_build",
+                 "test_spark_sql_shell", "test_attach_module", "test_launcher")
+SUBSETS = {
+    "representative": (2, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
+    "restart": (1, {"test_tpch_nested": ("q5-sf0.001", "q8-sf0.001", "q21-sf0.001",
+                                         "q22a-sf0.01")}),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    subset = os.environ.get("VIEWLET_TEST_SUBSET")
+    if not subset:
+        return
+    per_function, chosen = SUBSETS[subset]
+    seen: dict = {}
+    keep, drop = [], []
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module in chosen:
+            ok = getattr(item, "callspec", None) is not None and item.callspec.id in chosen[module]
+        elif module in ORACLE_MODULES:
+            key = (module, item.originalname)
+            seen[key] = seen.get(key, 0) + 1
+            ok = seen[key] <= per_function
+        else:
+            ok = subset == "representative" and module in WHOLE_MODULES
+        (keep if ok else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
