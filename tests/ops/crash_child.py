@@ -72,7 +72,11 @@ def main():
     if args.fault and args.fault_in_recovery:
         faults.arm(args.fault)
     for name, (query, _) in views.items():      # repair what the previous child left
-        print("REFRESH", name, vl.refresh(name)["status"], flush=True)
+        result = vl.refresh(name)
+        seconds = spark.sql(f"SELECT seconds FROM viewlet_history('{name}') "
+                            f"WHERE batch = {result['batch']}").first().seconds
+        print("REFRESH", name, result["status"], f"changes={result['changes']}",
+              f"rows_changed={result['rows_changed']}", f"history_seconds={seconds}", flush=True)
     for name, (query, _) in checked.items():
         try:
             assert_view_matches(spark, name, ORACLES.get(name, query))

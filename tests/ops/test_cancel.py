@@ -60,7 +60,8 @@ def test_ctrl_c_cancels_a_refresh(tmp_path):
 
 def test_ctrl_c_cancels_a_python_api_refresh(spark, vl, tmp_path, monkeypatch):
     """vl.refresh() on the main thread, held after its first map write: a real SIGINT to
-    this process raises KeyboardInterrupt, and the next refresh completes the batch."""
+    this process raises KeyboardInterrupt, and the next refresh completes the batch and
+    reports what it applied (as the history does), alone or with a batch of newer commits."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
@@ -74,27 +75,55 @@ def test_ctrl_c_cancels_a_python_api_refresh(spark, vl, tmp_path, monkeypatch):
                                          "v": pa.array([r[1] for r in rows], pa.int64())}),
                         mode="append", configuration={"delta.enableChangeDataFeed": "true"})
 
-    append([(1, 10), (2, 5)])
-    query = f"SELECT k, SUM(v) AS s, COUNT(*) AS n FROM delta.`{table}` GROUP BY k"
-    vl.create_view("cancel_api", query)
-    append([(1, 1), (3, 4)])
-    pause = tmp_path / "pause"
-    pause.touch()
-    monkeypatch.setenv("VIEWLET_PAUSE", f"batch.map_merged={pause}")
+    def interrupted_refresh():
+        from viewlet.engine import faults
+        monkeypatch.setattr(faults, "_paused", {})     # held at the first map write again
+        pause = tmp_path / "pause"
+        pause.touch()
+        monkeypatch.setenv("VIEWLET_PAUSE", f"batch.map_merged={pause}")
 
-    def interrupt():
-        while not os.path.exists(f"{pause}.reached"):
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
+        def interrupt():
+            while not os.path.exists(f"{pause}.reached"):
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)
 
-    thread = threading.Thread(target=interrupt, daemon=True)
-    thread.start()
-    try:
+        thread = threading.Thread(target=interrupt, daemon=True)
+        thread.start()
         with pytest.raises(StatementInterrupted, match=r"refresh\('cancel_api'\) was cancelled"):
             vl.refresh("cancel_api")
         thread.join()
         pause.unlink()
-        assert vl.refresh("cancel_api")["status"] == "recovered batch 1"
+        os.unlink(f"{pause}.reached")
+        monkeypatch.delenv("VIEWLET_PAUSE")
+
+    def history(batch):
+        return spark.sql("SELECT changes, rows_changed, seconds FROM viewlet_history('cancel_api') "
+                         f"WHERE batch = {batch}").first()
+
+    append([(1, 10), (2, 5)])
+    query = f"SELECT k, SUM(v) AS s, COUNT(*) AS n FROM delta.`{table}` GROUP BY k"
+    vl.create_view("cancel_api", query)
+    try:
+        append([(1, 1), (3, 4)])
+        interrupted_refresh()
+        recovered = vl.refresh("cancel_api")
+        assert recovered["status"] == "recovered batch 1"
+        # two change rows, groups 1 and 3 rewritten: the same as the history's batch 1
+        assert (recovered["batch"], recovered["changes"], recovered["rows_changed"]) == (1, 2, 2)
+        one = history(1)
+        assert (one.changes, one.rows_changed) == (2, 2)
+        assert one.seconds is not None and 0 < one.seconds <= recovered["seconds"]
+        assert_view_matches(spark, "cancel_api", query, engine=False)
+
+        append([(2, 7)])
+        interrupted_refresh()
+        append([(4, 1), (5, 2)])               # newer commits: a batch after the re-run one
+        both = vl.refresh("cancel_api")
+        assert both["status"] == "refreshed after recovering batch 2"
+        two, three = history(2), history(3)
+        assert (two.changes, two.rows_changed, three.changes, three.rows_changed) == (1, 1, 2, 2)
+        assert (both["batch"], both["changes"], both["rows_changed"]) == (3, 3, 3)
+        assert two.seconds is not None and three.seconds is not None
         assert_view_matches(spark, "cancel_api", query, engine=False)
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS cancel_api")

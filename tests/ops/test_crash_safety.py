@@ -51,7 +51,15 @@ def run_trials(state, steps, views, seed=100, checks=None):
 
 def test_killed_refreshes_are_repaired_exactly(tmp_path):
     steps = [dict(fault=f, in_recovery=r) for f, r in CI_FAULTS]
-    run_trials(str(tmp_path), steps, CI_VIEWS)
+    outs = run_trials(str(tmp_path), steps, CI_VIEWS)
+    # the last child re-ran the batch killed after its result MERGE: its REFRESH reports the
+    # changes that batch applied, and the history its time, as for any batch
+    recovered = [dict(f.split("=") for f in line.split() if "=" in f)
+                 for line in outs[-1].stdout.splitlines()
+                 if line.startswith("REFRESH ") and " recovered batch " in line]
+    assert recovered, outs[-1].stdout
+    for fields in recovered:
+        assert int(fields["changes"]) > 0 and fields["history_seconds"] != "None", outs[-1].stdout
 
 
 def test_killed_chain_refreshes_are_repaired_exactly(tmp_path):

@@ -44,12 +44,35 @@ VIEWS = {
     "join_filter_outside":
         "SELECT x.a, x.e, x.d, x.ad FROM (SELECT r.a, s.e, r.d, AVG(r.d) OVER (PARTITION BY s.e) "
         "AS ad FROM r JOIN s ON r.b = s.b) x WHERE x.d > x.ad OR x.ad IS NULL",
+    # window calls inside expressions: arithmetic over a window aggregate, two calls in one
+    # expression, one unaliased (Spark's generated name)
+    "arithmetic_over_windows":
+        "SELECT t.e, t.g, t.g - AVG(t.g) OVER (PARTITION BY t.e) AS diff, "
+        "MAX(t.g) OVER (PARTITION BY t.e) - MIN(t.g) OVER (PARTITION BY t.e) AS spread, "
+        "t.g * 2 - SUM(t.g) OVER (PARTITION BY t.e), "
+        "ABS(t.g - AVG(t.g) OVER (PARTITION BY t.e)) AS dev FROM t",
+    # a window call inside functions, over an aggregate (the local target refuses ROUND: Spark
+    # runs these batches); a rank plus a group key
+    "functions_of_windows_over_groups":
+        "SELECT r.a, r.b, SUM(r.c) AS sc, ROUND(SUM(r.c) / NULLIF(SUM(SUM(r.c)) OVER "
+        "(PARTITION BY r.a), 0), 2) AS share, r.b * 10 + RANK() OVER (PARTITION BY r.a "
+        "ORDER BY SUM(r.c) DESC) AS code FROM r GROUP BY r.a, r.b",
+    # a ranking function in an expression filtered outside; a window without PARTITION BY; an
+    # integer literal dividing a decimal (Spark types it by its value: it stays a literal)
+    "ranking_in_expression":
+        "SELECT * FROM (SELECT s.e, s.b, s.f, ROW_NUMBER() OVER (PARTITION BY s.e "
+        "ORDER BY s.f DESC) - 1 AS pos, s.f / NULLIF(COUNT(*) OVER (), 0) AS per, "
+        "SUM(s.f) OVER (PARTITION BY s.e) / 3 AS third FROM s) x WHERE x.pos < 2",
 }
 # The queries with Viewlet's tie order spelled out (Spark's own order of ties is open).
 ORACLE = {
     "row_number_top2":
         "SELECT * FROM (SELECT s.e, s.b, s.f, ROW_NUMBER() OVER (PARTITION BY s.e "
         "ORDER BY s.f DESC, s.e, s.b, s.f) AS rn FROM s) x WHERE rn <= 2",
+    "ranking_in_expression":
+        "SELECT * FROM (SELECT s.e, s.b, s.f, ROW_NUMBER() OVER (PARTITION BY s.e "
+        "ORDER BY s.f DESC, s.e, s.b, s.f) - 1 AS pos, s.f / NULLIF(COUNT(*) OVER (), 0) AS per, "
+        "SUM(s.f) OVER (PARTITION BY s.e) / 3 AS third FROM s) x WHERE x.pos < 2",
 }
 BATCHES = 3
 

@@ -83,16 +83,52 @@ def test_generate_delta_tables(tpch_tiny):
     assert isinstance(li.column("l_shipdate")[0].as_py(), dt.date)
 
 
-def test_generate_refuses_to_overwrite(tpch_tiny, tmp_path):
+def test_generate_refuses_what_it_did_not_write_at_that_scale(tpch_tiny, tmp_path):
     root = os.path.dirname(tpch_tiny["region"])
-    with pytest.raises(FileExistsError):
-        tpch.generate(0.01, root, tables=["region"])
+    with pytest.raises(FileExistsError, match=r"region holds TPC-H region at scale 0\.01, not "
+                       r"TPC-H region at scale 0\.02: pass overwrite=True .* another folder"):
+        tpch.generate(0.02, root, tables=["region"])
     out = tpch.generate(0.01, str(tmp_path), tables=["nation", "region"])
     assert list(out) == ["region", "nation"]
     out = tpch.generate(0.01, str(tmp_path), tables=["region"], overwrite=True)
     assert scan(out["region"]).num_rows == 5
+    os.rename(out["region"], str(tmp_path / "orders"))     # a table, but not TPC-H orders
+    with pytest.raises(FileExistsError, match="orders holds TPC-H region at scale 0.01, not "
+                       "TPC-H orders"):
+        tpch.generate(0.01, str(tmp_path), tables=["orders"])
+    other = tmp_path / "other"
+    pa_table = pa.table({"r_regionkey": pa.array([1], pa.int64())})
+    from deltalake import write_deltalake
+    write_deltalake(str(other / "region"), pa_table)
+    with pytest.raises(FileExistsError, match="holds a Delta table generate\\(\\) did not write"):
+        tpch.generate(0.01, str(other), tables=["region"])
+    (other / "nation").mkdir()
+    with pytest.raises(FileExistsError, match="nation holds something that is not a Delta table"):
+        tpch.generate(0.01, str(other), tables=["nation"])
+    with pytest.raises(FileExistsError, match="not a Delta table; not removing it"):
+        tpch.generate(0.01, str(other), tables=["nation"], overwrite=True)
     with pytest.raises(ValueError):
         tpch.generate(0.01, str(tmp_path), tables=["bogus"])
+
+
+def test_generate_again_reuses_the_tables_of_that_scale(tpch_tiny, monkeypatch):
+    """The README's example run twice: the second generate() finds every table written at
+    its scale and returns them as they are (tpchgen-cli not run, no commit)."""
+    root = os.path.dirname(tpch_tiny["orders"])
+    versions = {t: DeltaTable(p).version() for t, p in tpch_tiny.items()}
+    monkeypatch.setattr(tpch, "find_tpchgen", lambda: pytest.fail("generate() ran tpchgen-cli"))
+    assert tpch.generate(0.01, root) == tpch_tiny
+    assert {t: DeltaTable(p).version() for t, p in tpch_tiny.items()} == versions
+    assert sorted(os.listdir(root)) == sorted(tpch.ALL)
+
+
+def test_generate_keeps_changed_tables_and_adds_missing_ones(tmp_path):
+    out = tpch.generate(0.01, str(tmp_path), tables=["region"])
+    DeltaTable(out["region"]).delete("r_regionkey = 0")      # an update stream's change
+    out = tpch.generate(0.01, str(tmp_path), tables=["nation", "region"])
+    assert scan(out["region"]).num_rows == 4
+    assert scan(out["nation"]).num_rows == 25
+    assert sorted(os.listdir(tmp_path)) == ["nation", "region"]   # nothing left aside
 
 
 def test_missing_binary_error(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -612,6 +612,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     t0 = time.perf_counter()
     manifest = view.manifest
     waited = recovered = None
+    recovered_stats: Dict = {}
     while True:
         # One read of the manifest: the batch planned below continues exactly from it (its
         # number, ranges and map versions), so a batch another refresher planned meanwhile
@@ -629,12 +630,13 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
             last = _take_over(view, latest, last)
             if last is None:             # another refresher took it over first
                 continue
-            recovered = latest.batch
+            recovered, recovered_stats = latest.batch, last.stats
         ranges = drift.batch_ranges(view, last.watermarks, max_commits, until)
         if all(a == b for a, b in ranges.values()):
             status = f"recovered batch {recovered}" if recovered is not None else \
                 WAITED if waited is not None else "up to date"
-            return {"view": name, "batch": last.batch, "changes": 0, "rows_changed": 0,
+            changes, rows = _applied(recovered_stats)     # what the re-run batch applied
+            return {"view": name, "batch": last.batch, "changes": changes, "rows_changed": rows,
                     "seconds": round(time.perf_counter() - t0, 3), "status": status}
         map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
         map_versions["__result"] = ctx.store.version(view.result_path)
@@ -650,12 +652,19 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
             stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
             manifest.commit(record, stats)
             faults.point("batch.committed")
-        return {"view": name, "batch": record.batch,
-                "changes": sum(stats.get("delta_rows", {}).values()),
-                "rows_changed": stats.get("result_rows_changed", 0),
+        # both batches this REFRESH applied when it re-ran an interrupted one first
+        changes, rows = (a + b for a, b in zip(_applied(stats), _applied(recovered_stats)))
+        return {"view": name, "batch": record.batch, "changes": changes, "rows_changed": rows,
                 "seconds": round(time.perf_counter() - t0, 3),
-                "status": "refreshed" if waited is None else
+                "status": f"refreshed after recovering batch {recovered}" if recovered is not None
+                else "refreshed" if waited is None else
                 "refreshed after waiting for a concurrent refresh"}
+
+
+def _applied(stats: Dict) -> Tuple[int, int]:
+    """A batch's (changes, rows_changed) as REFRESH reports them: its change rows read, the
+    result rows it rewrote; (0, 0) for no batch."""
+    return sum((stats.get("delta_rows") or {}).values()), stats.get("result_rows_changed") or 0
 
 
 #: REFRESH's status when another refresher computed the batch this one would have
@@ -689,7 +698,9 @@ def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
             return None
         log.warning("View %s: batch %d was interrupted; re-running it with the same inputs",
                     view.name, planned.batch)
+        t0 = time.perf_counter()
         stats = _apply_or_drop(view, planned, last)
+        stats["seconds"]["total"] = time.perf_counter() - t0      # the re-run's time
         stats[chain.RESULT_VERSION] = view.ctx.store.version(view.result_path)
         view.manifest.commit(planned, stats)
     lease.clear(view, planned.batch)

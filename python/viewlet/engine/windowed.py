@@ -12,6 +12,10 @@ columns, and one MERGE replaces the touched units' rows. A window without PARTIT
 partitioned by values that are no group key (an aggregate, an expression), has one unit:
 the batch recomputes the window over every row of the state and rewrites the result table.
 
+A window call inside an expression of the window query is computed as a column of its own
+first (a projection below the window query's columns), and the expression over it then,
+so Spark and DuckDB evaluate it alike.
+
 The window SQL is built once per view, as Spark SQL over the inner rows; the local target
 runs its translation for DuckDB (plan/local/translate.py), which refuses a window function it
 cannot reproduce exactly (then the view's batches run on Spark).
@@ -23,9 +27,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..plan.lower import q
-from ..frontend.windows import WindowFunction
+from ..frontend.windows import CALL, WindowFunction, fill
 
 UNIT = "__viewlet_u"
+#: the alias of the projection computing the window calls that expressions read
+_CALLS = "__viewlet_calls"
 _TIE_FREE = ("array", "map", "struct")
 
 
@@ -83,13 +89,29 @@ def inner_types(inner: Dict, state_key_types: Sequence[str]) -> Dict[str, str]:
 def window_sql(spec, inner: Dict, layout: Dict, types: Dict[str, str], table: str = "{d}") -> str:
     """Spark SQL over the inner rows (`table`) giving the result rows: the outer items (cast
     to Spark's types) and the unit columns."""
+    from sqlglot import exp
     layer = spec.window
     cols = inner_columns(spec, inner)
     tie = [c for c in list(types) if not types[c].startswith(_TIE_FREE)]
+    calls = [_function(f, cols, tie, types) for f in layer.functions]
+    if layer.expressions:
+        # every window call a column, so that an expression reads it as a value
+        named = [q(c) for c in types] + [f"{c} AS {q(CALL + str(j))}" for j, c in enumerate(calls)]
+        table = f"(SELECT {', '.join(named)} FROM {table}) AS {q(_CALLS)}"
+        calls = [q(CALL + str(j)) for j in range(len(calls))]
+
+    def column(name: str) -> exp.Expression:
+        return exp.column(exp.to_identifier(name, quoted=True))
+
     items = []
     for kind, index, name in layer.columns:
-        value = q(cols[index]) if kind == "inner" else \
-            _function(layer.functions[index], cols, tie, types)
+        if kind == "inner":
+            value = q(cols[index])
+        elif kind == "window":
+            value = calls[index]
+        else:
+            value = fill(layer.expressions[index], lambda i: column(cols[i]),
+                         lambda j: column(CALL + str(j))).sql(dialect="spark")
         items.append(f"{value} AS {q(name)}")
     units = _unit_columns(inner, layout["unit"])
     items += [f"{q(c)} AS {q(UNIT + str(j))}" for j, c in enumerate(units)]
@@ -217,6 +239,13 @@ def describe(spec, depth) -> List[str]:
         tie = " (rows tied on its ORDER BY are ordered by every inner column, ascending, NULLs " \
               "first)" if f.tie_broken else ""
         lines.append(f"  {f.node.sql(dialect='spark')}{tie}")
+    for kind, index, name in layer.columns:
+        if kind == "expr":      # as written: inputs and calls put back
+            import sqlglot
+            text = fill(layer.expressions[index],
+                        lambda i: sqlglot.parse_one(layer.hidden[i - layer.visible], read="spark"),
+                        lambda j: layer.functions[j].node.copy()).sql(dialect="spark")
+            lines.append(f"  {text}: computed over the window values")
     if depth == 0:
         return lines + ["  every batch recomputes the query, window functions included"]
     unit = unit_keys(spec)

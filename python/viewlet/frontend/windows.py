@@ -14,6 +14,12 @@ window functions, the outer items and the outer condition over the inner query's
 batch only over the rows of the partitions the batch touched, when the partitions are keyed
 by the inner query's group keys; over all rows otherwise (no PARTITION BY).
 
+A window call inside an expression of the window query (`x - AVG(x) OVER (...)`) is a
+hidden window column of the layer, and the expression a column computed over it: its parts
+without window calls that read columns, aggregates or subqueries are hidden inner columns
+(typed by Spark as they stand), its literals stay in place (Spark types a literal operand
+by its value), so the layer evaluates the expression as Spark does.
+
 Ties: ROW_NUMBER and ROWS frames depend on the order of rows tied on the window's ORDER BY,
 which Spark leaves open; Viewlet orders ties by every inner column (ascending, NULLs first).
 """
@@ -30,6 +36,13 @@ _FUNCTIONS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "den
 SUPPORTED = "ROW_NUMBER, RANK, DENSE_RANK, SUM, COUNT, AVG, MIN, MAX"
 HIDDEN = "__viewlet_w"
 DERIVED = "__window"
+#: placeholders in an expression over window calls (WindowLayer.expressions): the hidden
+#: inner column i, the window function j
+INPUT, CALL = "__viewlet_wx", "__viewlet_wf"
+#: nodes a part of an expression may consist of to stay in place (constants Spark types by
+#: their value); any other part without window calls becomes a hidden inner column
+_IN_PLACE = (exp.Literal, exp.Null, exp.Boolean, exp.DataType, exp.DataTypeParam,
+             exp.Identifier, exp.Var, exp.Neg, exp.Paren, exp.Interval)
 
 
 @dataclass
@@ -53,20 +66,25 @@ class WindowLayer:
     """What the view computes over the inner query's rows (see the module docstring)."""
     alias: str                                   # the window query's alias in the outer query
     columns: List[Tuple[str, int, str]]          # the window query's columns: ("inner", output
-                                                 # index, name) or ("window", function, name)
+                                                 # index, name), ("window", function, name) or
+                                                 # ("expr", expression, name)
     functions: List[WindowFunction]
     items: List[exp.Expression]                  # the outer SELECT items
     where: Optional[exp.Expression]
     inner_sql: str                               # the inner query (Spark types its columns)
     visible: int = 0                             # inner outputs before the hidden ones
     hidden: List[str] = field(default_factory=list)   # the hidden outputs' expressions
+    #: the window query's expressions over window calls, with INPUT{i} (inner output i) and
+    #: CALL{j} (function j) as column placeholders
+    expressions: List[exp.Expression] = field(default_factory=list)
 
 
 @dataclass
 class _Pending:
     """What split_windows learnt before the inner query is translated."""
     alias: str
-    plan: List[Tuple[str, object, str]]          # W's items: ("plain", item), ("window", j)
+    plan: List[Tuple[str, object, str]]          # W's items: ("plain", item), ("window", j),
+                                                 # ("expr", template over hidden indices)
     functions: List[Tuple[exp.Window, str, List[int], List[int], List[Tuple[int, bool, bool]]]]
     hidden: List[exp.Expression]
     items: List[exp.Expression]
@@ -117,16 +135,7 @@ def split_windows(tree: exp.Expression, fail) -> Tuple[exp.Expression, Optional[
             hidden.append(node.copy())
         return texts[text]
 
-    for item in window.expressions:
-        if not has_window(item):
-            plan.append(("plain", item, item.alias_or_name))
-            continue
-        node = item.this if isinstance(item, exp.Alias) else item
-        if not isinstance(node, exp.Window):
-            fail("a window function inside an expression", next(
-                n for n in _outside_subqueries(item) if isinstance(n, exp.Window)),
-                 "Compute the window function as a column of a subquery in FROM and the "
-                 "expression over it outside.")
+    def function(node: exp.Window) -> int:
         kind, args = _function(node, fail)
         partition = [hidden_index(p) for p in node.args.get("partition_by") or []]
         order = []
@@ -136,8 +145,37 @@ def split_windows(tree: exp.Expression, fail) -> Tuple[exp.Expression, Optional[
             order.append((hidden_index(o.this), desc,
                           (not desc) if nulls_first is None else bool(nulls_first)))
         functions.append((node, kind, [hidden_index(a) for a in args], partition, order))
-        name = item.alias if isinstance(item, exp.Alias) else f"{HIDDEN}{len(functions) - 1}"
-        plan.append(("window", len(functions) - 1, name))
+        return len(functions) - 1
+
+    def placeholder(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Window):
+            return exp.column(f"{CALL}{function(node)}")
+        if has_window(node):
+            if isinstance(node, exp.Lambda):    # its variables are no inner columns
+                fail("a window function inside a lambda function", node,
+                     "Compute the window function as a column of a subquery in FROM.")
+            return node
+        if all(isinstance(n, _IN_PLACE) for n in node.walk()):
+            return node
+        return exp.column(f"{INPUT}{hidden_index(node)}")
+
+    expressions = 0
+    for item in window.expressions:
+        if not has_window(item):
+            plan.append(("plain", item, item.alias_or_name))
+            continue
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Window):
+            j = function(node)
+            name = item.alias if isinstance(item, exp.Alias) else f"{HIDDEN}{j}"
+            plan.append(("window", j, name))
+            continue
+        # a window call inside an expression: the expression over placeholders (pre-order,
+        # so a part without window calls becomes one hidden column as a whole)
+        template = node.copy().transform(placeholder)
+        name = item.alias if isinstance(item, exp.Alias) else f"{HIDDEN}e{expressions}"
+        expressions += 1
+        plan.append(("expr", template, name))
     if sum(1 for e in plain if _is_star(e)) > 1 and functions:
         fail("several * in a query with window functions", window,
              "List the columns, or keep one *.")
@@ -225,10 +263,16 @@ def resolve(pending: Optional[_Pending], outputs: Sequence, fail) -> Optional[Wi
     plain = sum(1 for kind, *_ in pending.plan if kind == "plain")
     star_width = visible - (plain - 1)
     columns: List[Tuple[str, int, str]] = []
+    expressions: List[exp.Expression] = []
     position = 0
     for kind, item, name in pending.plan:
         if kind == "window":
             columns.append(("window", item, name))
+            continue
+        if kind == "expr":
+            columns.append(("expr", len(expressions), name))
+            expressions.append(fill(item, lambda i: exp.column(f"{INPUT}{visible + i}"),
+                                    lambda j: exp.column(f"{CALL}{j}")))
             continue
         width = star_width if _is_star(item) else 1
         for i in range(position, position + width):
@@ -252,7 +296,19 @@ def resolve(pending: Optional[_Pending], outputs: Sequence, fail) -> Optional[Wi
     if pending.where is not None:
         _check_columns(pending.where, names, pending.alias, fail)
     return WindowLayer(pending.alias, columns, functions, items, pending.where, pending.inner_sql,
-                       visible, [h.sql(dialect="spark") for h in pending.hidden])
+                       visible, [h.sql(dialect="spark") for h in pending.hidden], expressions)
+
+
+def fill(template: exp.Expression, inner, call) -> exp.Expression:
+    """`template` with its placeholders replaced: INPUT{i} by inner(i), CALL{j} by call(j)."""
+    def replace(node):
+        if isinstance(node, exp.Column) and not node.table:
+            for prefix, make in ((INPUT, inner), (CALL, call)):
+                rest = node.name[len(prefix):]
+                if node.name.startswith(prefix) and rest.isdigit():
+                    return make(int(rest))
+        return node
+    return template.copy().transform(replace)
 
 
 def _check_columns(node: exp.Expression, names, alias: str, fail):

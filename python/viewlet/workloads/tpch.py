@@ -1,7 +1,8 @@
 """TPC-H base tables as Delta tables, and a TPC-H update stream.
 
 ``generate(scale, out_dir)`` runs ``tpchgen-cli`` and writes the eight TPC-H
-tables as Delta tables (change data feed on) under ``out_dir/<table>``.
+tables as Delta tables (change data feed on) under ``out_dir/<table>``; run
+again, it reuses the tables it wrote there at the same scale.
 
 ``UpdateStream(tables, seed)`` produces batches of changes in the style of the
 DBToaster / Hot Dog TPC-H streams: inserts into every dynamic relation in
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,6 +177,63 @@ def _check_tables(tables: Iterable[str]) -> list[str]:
     return [t for t in ALL if t in tables]  # canonical order, no duplicates
 
 
+#: the Delta description ``generate`` gives each table: what it reuses when run again (a
+#: table's own metadata, so it travels with a copy and no other table carries it)
+_DESCRIPTION = "TPC-H {table} at scale {scale}, written by viewlet.workloads.tpch.generate"
+_DESCRIBED = re.compile(r"TPC-H (\w+) at scale (\S+), written by viewlet\.workloads\.tpch\.generate")
+
+
+def _generated(path: str) -> tuple[str, float] | None:
+    """(table, scale) ``generate`` wrote the Delta table at ``path`` as; None for a table it
+    did not write (or no Delta table)."""
+    from deltalake import DeltaTable
+
+    if not os.path.isdir(os.path.join(path, "_delta_log")):
+        return None
+    try:
+        description = DeltaTable(path).metadata().description or ""
+    except Exception:  # an unreadable log: not a table generate() wrote
+        return None
+    m = _DESCRIBED.fullmatch(description)
+    if m is None:
+        return None
+    try:
+        return m.group(1), float(m.group(2))
+    except ValueError:
+        return None
+
+
+def _check_existing(paths: Mapping[str, str], scale: float, overwrite: bool) -> list[str]:
+    """The tables of ``paths`` already generated at ``scale`` (reused); refuses any other
+    existing path unless ``overwrite`` (then only a Delta table, which is replaced)."""
+    reused = []
+    for t, p in paths.items():
+        if not os.path.exists(p):
+            continue
+        if overwrite:
+            if not os.path.isdir(os.path.join(p, "_delta_log")):
+                raise FileExistsError(
+                    f"{p} exists and is not a Delta table; not removing it: remove it "
+                    "yourself or generate into another folder"
+                )
+            continue
+        found = _generated(p)
+        if found == (t, float(scale)):
+            reused.append(t)
+            continue
+        if found is not None:
+            holds = f"TPC-H {found[0]} at scale {found[1]:g}"
+        elif os.path.isdir(os.path.join(p, "_delta_log")):
+            holds = "a Delta table generate() did not write"
+        else:
+            holds = "something that is not a Delta table"
+        raise FileExistsError(
+            f"{p} holds {holds}, not TPC-H {t} at scale {float(scale):g}: pass "
+            "overwrite=True to replace it (a Delta table only), or generate into another folder"
+        )
+    return reused
+
+
 def _arrow_schema_for_delta(schema: pa.Schema) -> pa.Schema:
     # string_view / large_string -> string, drop Parquet field ids, nullable.
     fields = []
@@ -199,12 +258,15 @@ def generate(
 
     Runs ``tpchgen-cli parquet`` into a temporary directory inside
     ``out_dir`` (removed afterwards), then writes ``out_dir/<table>`` as a
-    Delta table with ``delta.enableChangeDataFeed=true``.  Returns
-    ``{table: absolute path}`` in TPC-H order.
+    Delta table with ``delta.enableChangeDataFeed=true`` (written aside and
+    moved into place, so an interrupted run leaves no partial table).
+    Returns ``{table: absolute path}`` in TPC-H order.
 
-    ``overwrite=False`` refuses to touch an existing ``out_dir/<table>``;
-    ``overwrite=True`` deletes it first (only if it is a Delta table
-    directory).  ``target_file_size`` (bytes) is passed to delta-rs; see
+    ``overwrite=False`` reuses an existing ``out_dir/<table>`` that this
+    function wrote at the same ``scale`` (its Delta description says so;
+    changes applied to it since, such as an update stream's, are kept) and
+    refuses any other existing path; ``overwrite=True`` replaces it (only if
+    it is a Delta table directory).  ``target_file_size`` (bytes) is passed to delta-rs; see
     :data:`DEFAULT_TARGET_FILE_SIZE`.  ``threads`` is tpchgen-cli's ``-n``.
     """
     from deltalake import write_deltalake
@@ -215,12 +277,10 @@ def generate(
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     paths = table_paths(out_dir, names)
-    for t, p in paths.items():
-        if os.path.exists(p):
-            if not overwrite:
-                raise FileExistsError(f"{p} exists (pass overwrite=True to replace it)")
-            if not os.path.isdir(os.path.join(p, "_delta_log")):
-                raise FileExistsError(f"{p} exists and is not a Delta table; not removing it")
+    reused = _check_existing(paths, scale, overwrite)
+    names = [t for t in names if t not in reused]
+    if not names:
+        return paths
 
     binary = find_tpchgen()
     tmp = tempfile.mkdtemp(prefix=".tpchgen-", dir=out_dir)
@@ -252,18 +312,20 @@ def generate(
             reader = pa.RecordBatchReader.from_batches(
                 schema, (b.cast(schema) for b in pf.iter_batches(batch_size=128 * 1024))
             )
-            dest = paths[t]
-            if os.path.exists(dest):
-                shutil.rmtree(dest)
+            dest, aside = paths[t], os.path.join(tmp, f"{t}.delta")
             write_deltalake(
-                dest,
+                aside,
                 reader,
                 mode="error",
+                description=_DESCRIPTION.format(table=t, scale=repr(float(scale))),
                 configuration=CDF_CONFIGURATION,
                 target_file_size=target_file_size,
             )
             pf.close()
             os.remove(src)
+            if os.path.exists(dest):
+                shutil.rmtree(dest)
+            os.rename(aside, dest)  # Delta logs hold relative paths: the table moves whole
 
         for t in names:  # sequentially: delta-rs already uses every core when writing
             load(t)
