@@ -284,8 +284,9 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         base_rows = _base_rows(ctx, compiled, versions)
         progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
         scale_out = distributed.load_reason(ctx, options, base_rows)
-        in_driver = _local_load(ctx, name, view_id, view_dir, compiled, maps_json, versions,
-                                options, base_rows, parts) if scale_out is None else None
+        in_driver, on_spark = _local_load(ctx, name, view_id, view_dir, compiled, maps_json,
+                                          versions, options, base_rows, parts) \
+            if scale_out is None else (None, None)
         scratch = ctx.layout.scratch_dir(view_id, "create")
         top = spec.top_n if depth != 0 else None
         try:
@@ -351,7 +352,11 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         finally:
             ctx.store.drop(scratch)
         del source_rows
+        engine = ("distributed", scale_out) if scale_out is not None else \
+            ("local", "the maps were computed in the driver") if in_driver is not None else \
+            ("spark", on_spark)
         stats = {"seconds": {"create": time.perf_counter() - t_start},
+                 "engine": engine[0], "engine_reason": engine[1],
                  chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}, **extra}
@@ -395,27 +400,33 @@ _UNKNOWN_ROWS = 1 << 62
 
 def _local_load(ctx, name: str, view_id: str, view_dir: str, compiled: CompiledView,
                 maps_json: Dict, versions: Dict[str, int], options: Optional[Dict],
-                base_rows: int, parts: Dict) -> Optional[Dict[str, pa.Table]]:
-    """The rows of the maps `parts` computed in the driver by the local target
-    (engine/initial_load.py local_maps), or None when they load on Spark: the engine is
-    'spark' or 'distributed', the base tables hold more than spark.viewlet.local.maxInputRows
-    rows, or a definition has no exact local translation."""
+                base_rows: int, parts: Dict) -> Tuple[Optional[Dict[str, pa.Table]], str]:
+    """(the rows of the maps `parts` computed in the driver by the local target
+    (engine/initial_load.py local_maps), None); or (None, why Spark loads them): the engine
+    is 'spark' or 'distributed', the base tables hold more than
+    spark.viewlet.local.maxInputRows rows, or a definition has no exact local translation."""
     from . import targets
-    if not parts:
-        return None
     draft = LoadedView(ctx, Entry(view_id, "view", name, view_dir,
                                   dict(options or {}, maps=maps_json)),
                        CompiledView(compiled.spec, initial_load.load_program(
                            compiled.program, list(parts)), compiled.depth))
-    if targets.setting(draft) in (targets.SPARK, targets.DISTRIBUTED) or \
-            base_rows > targets.max_rows(draft) or targets.unavailable() is not None:
-        return None
+    mode, limit = targets.setting(draft), targets.max_rows(draft)
+    if mode in (targets.SPARK, targets.DISTRIBUTED):
+        return None, f"engine = '{mode}'"
+    if base_rows > limit:
+        return None, (f"the base tables hold about {base_rows:,} rows, more than "
+                      f"{targets.MAX_ROWS_CONF} = {limit:,}")
+    missing = targets.unavailable()
+    if missing is not None:
+        return None, missing
+    if not parts:
+        return {}, ""
     try:
-        return initial_load.local_maps(draft, versions)
+        return initial_load.local_maps(draft, versions), ""
     except targets.LOCAL_FAILURES as e:
         log.info("View %s: maps loaded on Spark (the local target cannot: %s)", name,
                  targets.failure_text(e))
-        return None
+        return None, f"the local target cannot run this view: {targets.failure_text(e)}"
 
 
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
