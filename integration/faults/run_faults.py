@@ -21,7 +21,7 @@ sys.path[:0] = [os.path.join(ROOT, "python"), ROOT]
 
 from tests.ops.crash_child import VIEWS  # noqa: E402
 from tests.ops.test_crash_safety import run_trials  # noqa: E402
-from viewlet.engine.faults import POINTS
+from viewlet.engine.runtime.faults import POINTS
 
 
 def plan(rng: random.Random, trials: int):

@@ -51,7 +51,7 @@ def main():
 
     from pyspark.sql import SparkSession
     import viewlet
-    from viewlet.engine import faults
+    from viewlet.engine.runtime import faults
     from tests.ops.workload_state import attach_workload
     from tests.spark.oracle import assert_view_matches
 

@@ -76,7 +76,7 @@ def test_ctrl_c_cancels_a_python_api_refresh(spark, vl, tmp_path, monkeypatch):
                         mode="append", configuration={"delta.enableChangeDataFeed": "true"})
 
     def interrupted_refresh():
-        from viewlet.engine import faults
+        from viewlet.engine.runtime import faults
         monkeypatch.setattr(faults, "_paused", {})     # held at the first map write again
         pause = tmp_path / "pause"
         pause.touch()

@@ -13,7 +13,7 @@ import traceback
 
 from . import commands, ddl, interrupts, relations
 from ..errors import ViewletError, ViewletParseError
-from ..engine import cancel
+from ..engine.runtime import cancel
 from ..frontend import syntax
 
 log = logging.getLogger("viewlet")

@@ -20,7 +20,7 @@ import logging
 import signal
 import threading
 
-from ..engine import cancel
+from ..engine.runtime import cancel
 from ..errors import StatementInterrupted
 
 CTRL_C = "Ctrl-C"
@@ -101,7 +101,7 @@ class ViewletSigint:
 
 def _say(text: str) -> None:
     """A line on stderr, after the progress line on screen (engine/console.py)."""
-    from ..engine.console import CONSOLE
+    from ..engine.runtime.console import CONSOLE
     CONSOLE.message(text)
 
 

@@ -147,7 +147,7 @@ def _run_phases(view, plan, inputs, execute, stats) -> Dict[str, pa.Table]:
     seconds = stats["seconds"]
     pieces: Dict[str, List[pa.Table]] = {}
     collected: Dict[Tuple[str, str], List[pa.Table]] = {}
-    from . import cancel
+    from .runtime import cancel
     for phase in plan.phases:
         cancel.check()
         t0 = time.perf_counter()

@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional
 
 from ..errors import ConcurrentUpdate, ViewletError
 from ..frontend.tables import ColumnInfo, TableInfo
-from . import faults
+from .runtime import faults
 
 #: key of a committed manifest row's stats: the result table's version after the batch
 RESULT_VERSION = "result_version"

@@ -20,7 +20,8 @@ from .layout import WarehouseLayout, normalize_location
 from .maps import MAP_WRITES
 from .targets import ENGINES
 from .tables import LiveResolver
-from . import cancel, views
+from . import views
+from .runtime import cancel
 
 log = logging.getLogger("viewlet")
 ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"

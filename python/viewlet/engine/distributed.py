@@ -37,7 +37,8 @@ from .spark.changes import change_frame
 from .spark.files import timestamps_as_micros, write_into
 from .spark.io import snapshot_frame, union_all
 from ..plan.lower import q
-from . import faults, hot, maps, targets
+from . import hot, maps, targets
+from .runtime import faults
 from .batch import sum_by_keys
 from .leaves import FrameLeaves
 from .manifest import BatchRecord

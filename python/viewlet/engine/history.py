@@ -128,7 +128,7 @@ def record_failure(ctx, name: str, error: BaseException):
     """Write a failed refresh of `name` into its history (never raises: the error the user
     sees is the refresh's own). A cancelled refresh (Ctrl-C) is not a failure: its planned
     batch, if any, shows as planned and not committed."""
-    from . import cancel
+    from .runtime import cancel
     token = cancel.current()
     if isinstance(error, cancel.Cancelled) or (token is not None and token.cancelled):
         return

@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass
 from typing import List, Optional, Set
 
-from . import cancel
+from .runtime import cancel
 from .layout import join
 
 log = logging.getLogger("viewlet")

@@ -27,7 +27,8 @@ from ..storage.arrow import add_at_keys, sum_by_key
 from .batch import relation_columns, run_triggers, sum_by_keys
 from .keyed import pad_groups
 from .spark.catalog_views import result_properties
-from . import (chain, distributed, drift, faults, hot, initial_load, lease, maps, ordered,
+from .runtime import faults
+from . import (chain, distributed, drift, hot, initial_load, lease, maps, ordered,
                published, windowed)
 from .catalog import Entry
 from .kept import Kept, map_location, outside_dirs
@@ -35,7 +36,7 @@ from .determinism import reject_nondeterministic, reject_unplannable
 from .definition import (CompiledView, RecordingResolver, compile_definition, load_definition,
                          normalize_value_type, parts_key, result_layout, stored_form)
 from .manifest import BatchRecord, Manifest
-from .progress import Progress
+from .runtime.progress import Progress
 from .result import multiset_params, result_rows_sql
 from .tables import bind_tables
 

@@ -54,7 +54,7 @@ class LocalEngine:
 
     def query(self, sql: str, tables: Dict[str, pa.Table]) -> pa.Table:
         """Run `sql` with each of `tables` readable under its name; the result as Arrow."""
-        from .. import cancel
+        from ..runtime import cancel
         cancel.check()
         with self._lock:                  # cursor() on one connection is not thread-safe
             cursor = self._db.cursor()

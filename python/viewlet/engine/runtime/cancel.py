@@ -18,7 +18,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, List, Optional
 
-from ..errors import StatementInterrupted, ViewletError
+from ...errors import StatementInterrupted, ViewletError
 
 log = logging.getLogger("viewlet")
 _RECANCEL_SECONDS = 0.5

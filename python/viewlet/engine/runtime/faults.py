@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Dict, Optional, Tuple
 
+from . import cancel
+
 ENV = "VIEWLET_FAULT"
 PAUSE_ENV = "VIEWLET_PAUSE"
 # Every point the runtime reaches, in batch order (tests iterate over these).
@@ -55,7 +57,6 @@ def arm(spec: Optional[str]) -> None:
 
 
 def point(name: str) -> None:
-    from . import cancel
     if name != "batch.committed":     # before a commit: where a cancelled statement stops
         cancel.check()
     _pause(name)
@@ -81,7 +82,6 @@ def _pause(name: str) -> None:
         _paused[name] = _paused.get(name, 0) + 1
         if _paused[name] != armed[1]:
             return
-    from . import cancel
     with open(f"{path}.reached", "w") as f:
         f.write(str(os.getpid()))
     while os.path.exists(path):
