@@ -37,7 +37,7 @@ def _views(names):
 
 
 def counts(names=()):
-    from viewlet.engine.definition import compile_definition
+    from viewlet.engine.state.program import compile_definition
     from viewlet.tools.offline import OfflineResolver
     rows = []
     for workload, name, sql, schema_set in _views(set(names)):

@@ -39,7 +39,7 @@ def read(path: str) -> Iterator[Dict]:
 
 def compile_entry(entry: Dict):
     """The stored program (compiler/stored.py) of a recorded definition."""
-    from viewlet.engine.definition import StoredTables, compile_definition, stored_form
+    from viewlet.engine.state.program import StoredTables, compile_definition, stored_form
     compiled = compile_definition(entry["sql"], StoredTables(entry["refs"]), entry["depth"],
                                   entry["caches"])
     return stored_form(compiled)

@@ -35,7 +35,7 @@ def shipped_views():
     workloads create them, resolved without Spark)."""
     sys.path.insert(0, str(ROOT / "integration"))
     from map_counts import _views
-    from viewlet.engine.definition import RecordingResolver, compile_definition
+    from viewlet.engine.state.program import RecordingResolver, compile_definition
     from viewlet.tools.offline import OfflineResolver
     out = []
     for _, name, sql, schema_set in _views(set()):

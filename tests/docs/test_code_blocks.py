@@ -152,7 +152,7 @@ def _session_restored(spark):
         page_context = sessions._current
         if page_context is not None and page_context is not current:
             page_context.stop()
-            from viewlet.engine.published import publish_all, withdraw_temporary
+            from viewlet.engine.state.published import publish_all, withdraw_temporary
             withdraw_temporary(page_context)      # the page's views leave the session
             if current is not None:
                 publish_all(current)

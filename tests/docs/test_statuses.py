@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from viewlet.engine.history import STATUSES
+from viewlet.engine.state.history import STATUSES
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "docs" / "sql-reference.md").read_text()
 STATEMENT_STATUSES = ["created", "exists", "refreshed", "up to date", "recovered batch n",

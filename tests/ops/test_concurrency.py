@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 from viewlet.errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
 from viewlet.engine import drift
-from viewlet.engine.manifest import Manifest
+from viewlet.engine.state.manifest import Manifest
 from viewlet.engine.spark.io import read_table
 
 from tests.spark.oracle import assert_view_matches

@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from viewlet.engine.lease import HOST, Holder
+from viewlet.engine.state.lease import HOST, Holder
 
 from tests.ops.children import read, wait_until
 

@@ -12,7 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import AnalysisException, ParseException
 
 from viewlet.engine import views as views_module
-from viewlet.engine.definition import StoredTables
+from viewlet.engine.state.program import StoredTables
 
 from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
@@ -243,7 +243,7 @@ def test_view_without_a_stored_program_is_rebuilt_once(spark, vl, work):
     """A catalog entry written before programs were stored: its maps cannot be proven to be
     the ones this version compiles, so its next REFRESH rebuilds it (saying why), stores the
     program, and later batches are incremental again; exact throughout."""
-    from viewlet.engine.catalog import Entry
+    from viewlet.engine.state.catalog import Entry
     view = "lc_unproven"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {QUERY}")
     entry = vl.catalog.find(view, "view")

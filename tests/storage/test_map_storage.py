@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from viewlet.engine import maps
-from viewlet.engine.keyed import key_lookups, read_keys
+from viewlet.engine.state.keyed import key_lookups, read_keys
 from viewlet.storage.base import FileStats, Snapshot
 from viewlet.storage.deltars import DeltaRsStore
 
@@ -167,7 +167,7 @@ def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
 
 
 def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_path, monkeypatch):
-    from viewlet.engine import keyed
+    from viewlet.engine.state import keyed
     monkeypatch.setattr(keyed, "FILES_PER_READ", 2)       # several chunks
     path = str(tmp_path / "m")
     keys = list(range(40)) + [None, None]

@@ -6,9 +6,9 @@ from typing import List, Sequence
 from .ddl import OUTPUTS, Statement
 from ..errors import ViewletError
 from .explain import depth_text, describe_rows, explain_execution, explain_program
-from ..engine.catalog import Entry
-from ..engine.history import history_rows
-from ..engine.schedule import interval_text
+from ..engine.state.catalog import Entry
+from ..engine.state.history import history_rows
+from ..engine.state.settings import interval_text
 
 # Options of CREATE that make a view's definition (CREATE OR REFRESH compares them).
 DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")

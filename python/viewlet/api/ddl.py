@@ -26,10 +26,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import ViewletParseError
 from ..frontend.lexical import PLAIN_NAME, SPARK_RESERVED, strip_comments
-from ..engine.history import COLUMNS as HISTORY_COLUMNS
+from ..engine.state.history import COLUMNS as HISTORY_COLUMNS
 from ..engine.maps import MAP_WRITES
 from ..engine.targets import ENGINES
-from ..engine.schedule import parse_interval
+from ..engine.state.settings import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
     "create": [("view", "string"), ("status", "string"), ("maps", "int"), ("rows", "bigint"),

@@ -179,7 +179,7 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
         rows.append(("table", table.display,
                      f"watermark version {last.watermarks[rel]}, table at version {current}, "
                      f"location {table.id}"))
-    from ..engine.chain import dependents
+    from ..engine.state.graph import dependents
     rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
              for name in dependents(ctx, view.name)]
     from ..engine import targets

@@ -125,7 +125,7 @@ def _view(ctx, parts: Sequence[str]):
 
 def _in_catalog(ctx, entry) -> bool:
     """The view is a Delta table of Spark's catalog (Spark answers for it)."""
-    from ..engine import published
+    from ..engine.state import published
     return published.catalog_parts(ctx, entry) is not None
 
 
@@ -133,7 +133,7 @@ def _table_location(ctx, parts: Sequence[str]) -> Optional[str]:
     """A base table Viewlet resolves itself (no delta-spark): delta.`path` or registered."""
     if catalog_views.has_delta_spark(ctx.spark):
         return None
-    from ..engine.layout import normalize_location
+    from ..engine.state.warehouse import normalize_location
     if len(parts) == 2 and parts[0].lower() == "delta":
         location = normalize_location(parts[1])
         return location if ctx.store.exists(location) else None

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from ..errors import NotEnabledError, ViewletError
 from .context import Viewlet
-from ..engine.layout import normalize_location
+from ..engine.state.warehouse import normalize_location
 
 EXTENSION = "io.viewlet.spark.ViewletExtensions"
 WAREHOUSE_CONF = "spark.viewlet.warehouse"
@@ -92,7 +92,7 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
     from .interrupts import install
     install()                          # Ctrl-C cancels a running Viewlet statement
-    from ..engine.published import publish_all, withdraw_temporary
+    from ..engine.state.published import publish_all, withdraw_temporary
     if _current is not None and _current.spark is spark and _current.warehouse != ctx.warehouse:
         withdraw_temporary(_current)   # the other warehouse's views leave this session
     _current = ctx

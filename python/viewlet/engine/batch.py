@@ -3,36 +3,17 @@ target, split its packed result into every map's delta."""
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..calculus.ir import DeltaRel, Rel, walk_atoms
 from ..compiler.program import Program
 from ..plan.batch import TAG, Phase
 from ..plan.lower import MULT, q
 from ..storage.arrow import sum_by_key
 from .leaves import ArrowLeaves, SparkLeaves
-from .manifest import BatchRecord
-
-def relation_columns(program: Program) -> Dict[str, List[str]]:
-    """Base columns each relation contributes anywhere in the program."""
-    cols: Dict[str, Set[str]] = {}
-    for m in program.maps.values():
-        for query in m.values.values():
-            _collect(query, cols)
-    for stmts in program.triggers.values():
-        for s in stmts:
-            _collect(s.rhs, cols)
-    return {r: sorted(c) for r, c in cols.items()}
-
-
-def _collect(query, cols):
-    for a in walk_atoms(query):       # nested aggregates read base columns too
-        if isinstance(a, (Rel, DeltaRel)):
-            cols.setdefault(a.table, set()).update(a.columns)
-
+from .state.manifest import BatchRecord
 
 def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     """The relation's changes in (after, to], pre-aggregated on the columns the program

@@ -14,12 +14,13 @@ from ..errors import ViewletError, ViewNotFound
 from .spark.io import read_table
 from ..plan.lower import q
 from ..storage.base import TableStore
-from .catalog import Catalog, Entry
-from .definition import CompiledView
-from .layout import WarehouseLayout, normalize_location
+from .state.catalog import Catalog, Entry, validate_name
+from .state.program import CompiledView
+from .state.view import LoadedView
+from .state.warehouse import WarehouseLayout, normalize_location
 from .maps import MAP_WRITES
 from .targets import ENGINES
-from .tables import LiveResolver
+from .state.tables import LiveResolver
 from . import views
 from .runtime import cancel
 
@@ -154,7 +155,7 @@ class EngineContext:
         except ViewNotFound:
             raise
         except Exception as e:
-            from .history import record_failure
+            from .state.history import record_failure
             record_failure(self, name, e)
             raise
 
@@ -189,7 +190,7 @@ class EngineContext:
         """The names of the warehouse's incremental views."""
         return [e.name for e in self.catalog.entries("view")]
 
-    def load(self, name: str) -> "views.LoadedView":
+    def load(self, name: str) -> "LoadedView":
         """The view's catalog entry, compiled program and manifest (batches, history).
 
         Raises:
@@ -202,7 +203,7 @@ class EngineContext:
         key = _compiled_key(entry)
         if self._compiled.get(entry.id, (None,))[0] != key:
             self._compiled[entry.id] = (key, views.load_compiled(self, entry))
-        return views.LoadedView(self, entry, self._compiled[entry.id][1])
+        return LoadedView(self, entry, self._compiled[entry.id][1])
 
     def remember(self, entry: Entry, compiled: CompiledView):
         self._compiled[entry.id] = (_compiled_key(entry), compiled)
@@ -219,7 +220,7 @@ class EngineContext:
 
     # -- base tables -----------------------------------------------------------------------
     def register_table(self, name: str, path: str, replace: bool = False) -> Dict:
-        views.validate_name(name)
+        validate_name(name)
         location = normalize_location(path)
         if not self.store.exists(location):
             raise ViewletError(f"No Delta table at {location}: register_table needs an existing "

@@ -148,7 +148,7 @@ class ContinuousRefresh:
         try:
             result = views.refresh_view(self.ctx, name, self.max_commits)
         except Exception as e:  # noqa: BLE001 - recorded, shown by SHOW/DESCRIBE/HISTORY, retried
-            from .history import record_failure
+            from .state.history import record_failure
             record_failure(self.ctx, name, e)
             message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             with self._cv:

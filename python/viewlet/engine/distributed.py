@@ -41,7 +41,7 @@ from . import hot, maps, targets
 from .runtime import faults
 from .batch import sum_by_keys
 from .leaves import FrameLeaves
-from .manifest import BatchRecord
+from .state.manifest import BatchRecord
 from .result import multiset_params
 
 DISTRIBUTED = "distributed"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ..errors import ViewletError
+from ..errors import TableNotFound, ViewletError
+from .state.graph import upstream_version
 from .spark.io import spark_schema
 
 FULL = "REFRESH INCREMENTAL VIEW {view} FULL (rebuilds the view from the tables' current data)"
@@ -43,12 +44,10 @@ def current_versions(view, watermarks: Dict[str, int],
     """Each base table's current version, after checking it can continue from its watermark
     (an upstream view's: the result version of its last committed batch). One look at each
     table's log (`TableStore.observe`): its schema is checked again only when it changed."""
-    from ..errors import TableNotFound
     store = view.ctx.store
     out = {}
     for rel, table in view.compiled.spec.tables.items():
         if table.view:
-            from .chain import upstream_version
             out[rel] = upstream_version(view.ctx, view.name, table, until)
             continue
         where = f"Base table {table.display} of incremental view {view.name}"

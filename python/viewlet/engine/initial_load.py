@@ -105,7 +105,7 @@ def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
     catalog `maps` hold the maps' schemas. Raises what the local target raises when it
     cannot (targets.LOCAL_FAILURES): the caller loads on Spark then."""
     from .batch import run_local
-    from .manifest import BatchRecord
+    from .state.manifest import BatchRecord
     plan = view.batch_plan((LOAD,), (LOAD,))
     record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
                          {}, {})

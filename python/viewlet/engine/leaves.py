@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 
 from ..plan.batch import Leaf
 from ..plan.lower import MapOrigin
-from .keyed import read_matching
-from .hot import hot_map
-from .manifest import BatchRecord
+from .state.keyed import read_matching
+from .state.maps import hot_map
+from .state.manifest import BatchRecord
 
 #: a lookup keeping more than this share of the rows in the files it read binds those files
 #: (Spark reads them) instead of staging the rows kept

@@ -13,8 +13,9 @@ import time
 from typing import Dict, Optional, Tuple
 
 from ..errors import ViewNotFound
-from . import chain, views
-from .kept import Kept, released_paths
+from . import views
+from .state import graph
+from .state.kept import Kept, released_paths
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
 KEPT_SETTINGS = ("refresh", "map_writes", "engine", "enable_change_data_feed", "catalog_name")
@@ -32,7 +33,7 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
     if old is None:
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
-    downstream = chain.downstream_order(ctx, old.name)
+    downstream = graph.downstream_order(ctx, old.name)
     created = rebuild_one(ctx, old, reason, definition)
     for dependent in downstream:
         rebuild_one(ctx, ctx.catalog.find(dependent, "view"),

@@ -22,8 +22,9 @@ import time
 from typing import Dict, Optional
 
 from ..errors import ViewletError
-from . import chain, rebuild, views
-from .kept import Kept, KeptMap
+from . import rebuild, views
+from .state import graph
+from .state.kept import Kept, KeptMap
 
 log = logging.getLogger("viewlet")
 
@@ -42,7 +43,7 @@ def replace_view(ctx, name: str, sql: str, settings: Dict, consent: Optional[boo
         return {"view": old.name, "status": f"replaced: rebuilt, no map kept ({why_not})",
                 "maps": maps, "rows": r["rows_changed"], "seconds": round(time.perf_counter() - t0, 3)}
     old = ctx.catalog.find(name, "view")             # as the refresh left it
-    downstream = chain.downstream_order(ctx, old.name)
+    downstream = graph.downstream_order(ctx, old.name)
     created = rebuild.rebuild_one(ctx, old, "replaced with a new query", definition, keep)
     for dependent in downstream:
         rebuild.rebuild_one(ctx, ctx.catalog.find(dependent, "view"),

@@ -8,8 +8,6 @@ import pyarrow.compute as pc
 import re
 import time
 import uuid
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
@@ -22,53 +20,30 @@ from ..plan.lower import AtomSource, SqlBuilder, lower_query, q
 from ..frontend.spec import COUNT_COLUMN
 from ..frontend.multisets import AVG_DISTINCT
 from ..frontend.subqueries import TOO_MANY_ROWS
-from ..plan.batch import BatchPlan, build_plan
 from ..storage.arrow import add_at_keys, sum_by_key
-from .batch import relation_columns, run_triggers, sum_by_keys
-from .keyed import pad_groups
+from .state.program import relation_columns
+from .batch import run_triggers, sum_by_keys
+from .state.keyed import pad_groups
 from .spark.catalog_views import result_properties
 from .runtime import faults
-from . import (chain, distributed, drift, hot, initial_load, lease, maps, ordered,
-               published, windowed)
-from .catalog import Entry
-from .kept import Kept, map_location, outside_dirs
+from . import chain, distributed, drift, hot, initial_load, maps, ordered, windowed
+from .state import lease, published
+from .state import graph
+from .state.catalog import Entry, validate_name
+from .state.maps import hot_map, new_hot_map, rows_by_keys
+from .state.view import LoadedView, MapSchema
+from .state.kept import Kept, outside_dirs
 from .determinism import reject_nondeterministic, reject_unplannable
-from .definition import (CompiledView, RecordingResolver, compile_definition, load_definition,
-                         normalize_value_type, parts_key, result_layout, stored_form)
-from .manifest import BatchRecord, Manifest
+from .state.program import (CompiledView, RecordingResolver, compile_definition, load_definition,
+                            normalize_value_type, parts_key, result_layout, stored_form)
+from .state.manifest import BatchRecord, Manifest
 from .runtime.progress import Progress
 from .result import multiset_params, result_rows_sql
-from .tables import bind_tables
+from .state.tables import bind_tables
 
 log = logging.getLogger("viewlet")
 OP = ordered.OP
 ORDERED = "__ordered"          # the ordered table's version in a batch record's map_versions
-
-
-@dataclass
-class MapSchema:
-    keys: List[str]
-    key_types: List[str]
-    values: Dict[str, str]
-
-    def ddl(self) -> str:
-        cols = list(zip(self.keys, self.key_types)) + list(self.values.items())
-        return ", ".join(f"{q(c)} {t}" for c, t in cols)
-
-    def struct(self) -> StructType:
-        return StructType.fromDDL(self.ddl())
-
-    def to_json(self):
-        return {"keys": self.keys, "key_types": self.key_types, "values": self.values}
-
-
-def validate_name(name: str) -> str:
-    """Any name Spark can write (quoted when it is not plain ASCII letters, digits and
-    underscores): names live in the catalog only, never in paths or generated SQL."""
-    if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
-        raise ViewletError(f"Invalid name {name!r}: a name needs at least one visible character "
-                           "and no control characters.")
-    return name
 
 
 def _refuse_taken_name(ctx, name: str, if_not_exists: bool) -> Optional[Dict]:
@@ -98,74 +73,6 @@ def _in_spark_catalog(ctx, quoted: str) -> bool:
         return bool(ctx.spark.catalog.tableExists(quoted))
     except Exception:  # noqa: BLE001 - a catalog that cannot answer has no such table for us
         return False
-
-
-class LoadedView:
-    def __init__(self, ctx, entry: Entry, compiled: CompiledView):
-        self.ctx, self.entry, self.compiled = ctx, entry, compiled
-        self.spec = entry.spec
-
-    id = property(lambda self: self.entry.id)
-    name = property(lambda self: self.entry.name)
-
-    @cached_property
-    def _columns(self):
-        return relation_columns(self.compiled.program)
-
-    def columns_of(self, relation: str) -> List[str]:
-        return self._columns.get(relation, [])
-
-    def table_path(self, relation: str) -> str:
-        return self.compiled.spec.tables[relation].id
-
-    def map_path(self, name: str) -> str:
-        return map_location(self.entry.location, name, self.spec["maps"][name])
-
-    def map_schema(self, name: str) -> MapSchema:
-        key = ("map_schema", name)
-        if key not in self.compiled.cache:
-            m = self.spec["maps"][name]
-            self.compiled.cache[key] = MapSchema(m["keys"], m["key_types"], m["values"])
-        return self.compiled.cache[key]
-
-    def map_arrow_schema(self, name: str) -> pa.Schema:
-        key = ("map_arrow_schema", name)
-        if key not in self.compiled.cache:
-            self.compiled.cache[key] = arrow_schema(self.map_schema(name).struct())
-        return self.compiled.cache[key]
-
-    @property
-    def result_path(self) -> str:
-        return self.ctx.layout.result_table(self.id)
-
-    @property
-    def ordered_path(self) -> str:
-        return self.ctx.layout.ordered_table(self.id)
-
-    @property
-    def top_n(self):
-        """ORDER BY ... LIMIT of a top-N view (None otherwise, and at depth 0: recomputed)."""
-        return self.compiled.spec.top_n if self.compiled.depth != 0 else None
-
-    @property
-    def manifest(self) -> Manifest:
-        return Manifest(self.ctx.store, self.ctx.layout.manifest_table(self.id))
-
-    @property
-    def app_id(self) -> str:
-        return f"viewlet:{self.id}"
-
-    def scratch_dir(self, batch: int) -> str:
-        """Where one attempt at a batch keeps its input files (removed when it ends)."""
-        return self.ctx.layout.scratch_dir(self.id, f"{batch}-{uuid.uuid4().hex[:12]}")
-
-    def batch_plan(self, changed, active) -> BatchPlan:
-        """The batch SQL for these changed relations (built once per view and set)."""
-        key = ("plan", changed, active)
-        plans = self.compiled.cache
-        if key not in plans:
-            plans[key] = build_plan(self, changed, active)
-        return plans[key]
 
 
 class _SnapshotSource(AtomSource):
@@ -358,7 +265,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
             ("spark", on_spark)
         stats = {"seconds": {"create": time.perf_counter() - t_start},
                  "engine": engine[0], "engine_reason": engine[1],
-                 chain.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
+                 graph.RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
                  "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
                  "map_rows_changed": {}, **extra}
         if replacing is not None:
@@ -449,7 +356,7 @@ def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
         view = ctx.load(name)
         for part, rows in rows_by_map.items():
             schema = view.map_arrow_schema(part)
-            ctx.hot_maps.put(hot.new_hot_map(view, part, 0, rows.select(schema.names).cast(schema)))
+            ctx.hot_maps.put(new_hot_map(view, part, 0, rows.select(schema.names).cast(schema)))
     except Exception as e:               # an optimisation only: batches read Delta instead
         log.warning("View %s: maps not kept in memory (%s)", name, e)
 
@@ -461,18 +368,18 @@ def _prepare_base_tables(ctx, name: str, compiled: CompiledView,
     as the view's own base tables are read at."""
     versions = {}
     tables = compiled.spec.tables
-    uppers = chain.upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
+    uppers = graph.upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
     until = None
     for table in tables.values():
         if not table.view:
             ctx.store.observe(table.id)      # a table replaced at its path is seen as new
     _turn_on_change_feeds(ctx, name, [t for t in tables.values() if not t.view], consent)
     if uppers:
-        chain.refuse_cycle(ctx, name, uppers)
+        graph.refuse_cycle(ctx, name, uppers)
         until = chain.bring_up(ctx, uppers, [t.id for t in tables.values() if not t.view])
     for rel, table in tables.items():
         if table.view:
-            versions[rel] = chain.upstream_version(ctx, name, table, until)
+            versions[rel] = graph.upstream_version(ctx, name, table, until)
         else:
             versions[rel] = until[table.id] if until else ctx.store.version(table.id)
     return versions
@@ -619,7 +526,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     view = ctx.load(name)
     if view.compiled.stored is None:
         return _rebuild_unproven(ctx, view)
-    if until is None and chain.upstream_names(view.spec):
+    if until is None and graph.upstream_names(view.spec):
         return chain.refresh_chain(ctx, name, max_commits)
     t0 = time.perf_counter()
     manifest = view.manifest
@@ -661,7 +568,7 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
             faults.point("batch.planned")
             stats = _apply_or_drop(view, record, last)
             stats["seconds"]["total"] = time.perf_counter() - t0
-            stats[chain.RESULT_VERSION] = ctx.store.version(view.result_path)
+            stats[graph.RESULT_VERSION] = ctx.store.version(view.result_path)
             manifest.commit(record, stats)
             faults.point("batch.committed")
         # both batches this REFRESH applied when it re-ran an interrupted one first
@@ -713,7 +620,7 @@ def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
         t0 = time.perf_counter()
         stats = _apply_or_drop(view, planned, last)
         stats["seconds"]["total"] = time.perf_counter() - t0      # the re-run's time
-        stats[chain.RESULT_VERSION] = view.ctx.store.version(view.result_path)
+        stats[graph.RESULT_VERSION] = view.ctx.store.version(view.result_path)
         view.manifest.commit(planned, stats)
     lease.clear(view, planned.batch)
     return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats)
@@ -912,7 +819,7 @@ def _result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
                              [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
                               for m in _result_maps(view)[1:] if deltas.get(m) is not None])
-    new_state = add_at_keys(hot.rows_by_keys(view, state_name, record.map_versions[state_name],
+    new_state = add_at_keys(rows_by_keys(view, state_name, record.map_versions[state_name],
                                              delta_state, schema.keys),
                             delta_state, schema.keys, list(schema.values))
     multisets = _multiset_rows(view, record, deltas, new_state, len(schema.keys))
@@ -939,7 +846,7 @@ def _multiset_rows(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
     for name, param in multiset_params(view.compiled.spec).items():
         ms_schema = view.map_arrow_schema(name)
         group = view.map_schema(name).keys[:group_width]
-        before = hot.rows_by_keys(view, name, record.map_versions[name], groups, group)
+        before = rows_by_keys(view, name, record.map_versions[name], groups, group)
         rows = [before.select(ms_schema.names).cast(ms_schema)]
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))
@@ -970,7 +877,7 @@ def _window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.T
                               for m in _result_maps(view)[1:] if deltas.get(m) is not None])
     unit_keys = [schema.keys[gi] for gi in layout["unit"]]
     units = windowed.touched_units(delta_state, schema.keys, layout["unit"])
-    old = hot.rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
+    old = rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
     old = windowed.rows_in_units(old, unit_keys, units, unit_keys)
     arrow = view.map_arrow_schema(state_name)
     state = sum_by_key(pa.concat_tables([old.select(arrow.names).cast(arrow),
@@ -1043,7 +950,7 @@ def _whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tab
     for name in _result_maps(view):
         schema, arrow = view.map_schema(name), view.map_arrow_schema(name)
         version = record.map_versions[name]
-        in_memory = hot.hot_map(view, name, version)
+        in_memory = hot_map(view, name, version)
         rows = in_memory.all_rows() if in_memory is not None else \
             view.ctx.store.read_files(view.ctx.store.snapshot(view.map_path(name), version))
         parts = [rows.select(arrow.names).cast(arrow)]
@@ -1163,7 +1070,7 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
             return {"view": name, "status": "not found"}
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
-    readers = chain.dependents(ctx, entry.name)
+    readers = graph.dependents(ctx, entry.name)
     if readers:
         raise ViewletError(f"Incremental view '{entry.name}' is read by "
                            f"{', '.join(readers)}. DROP INCREMENTAL VIEW those first, then "

@@ -50,7 +50,7 @@ def unit_keys(spec) -> List[int]:
 
 def plain_layout(output_types: List[Tuple[str, str]]) -> Dict:
     """The result table of a view Spark recomputes (depth 0): the output columns only."""
-    from .definition import physical_names
+    from .state.program import physical_names
     names = [n for n, _ in output_types]
     return {"columns": [{"name": n, "physical": p, "type": t}
                         for (n, t), p in zip(output_types, physical_names(names))],

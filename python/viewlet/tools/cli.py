@@ -270,7 +270,7 @@ def _explain_parser(sub):
 def _explain(args) -> int:
     from ..errors import ViewletError
     from .offline import OfflineResolver, explain_file
-    from ..engine.layout import WarehouseLayout
+    from ..engine.state.warehouse import WarehouseLayout
 
     if args.warehouse:
         from ..storage.deltars import DeltaRsStore

@@ -14,10 +14,10 @@ from ..api import ddl
 from ..frontend import lexical
 from ..errors import TableNotFound, ViewletError
 from ..api.explain import explain_program
-from ..engine.catalog import Catalog
-from ..engine.definition import compile_definition
-from ..engine.layout import WarehouseLayout, normalize_location
-from ..engine.tables import LiveResolver
+from ..engine.state.catalog import Catalog
+from ..engine.state.program import compile_definition
+from ..engine.state.warehouse import WarehouseLayout, normalize_location
+from ..engine.state.tables import LiveResolver
 from ..frontend.tables import ColumnInfo, TableInfo
 from ..storage.deltars import DeltaRsStore
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..engine.layout import join, normalize_location
+from ..engine.state.warehouse import join, normalize_location
 from ..api.session import DEFAULT_WAREHOUSE, EXTENSION, WAREHOUSE_CONF
 
 PYTHON_CONF = "spark.viewlet.python"

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..calculus.normalize import fresh_names
-from ..compiler.hoivm import compile_view
-from ..compiler.program import VALUE, Program
-from ..compiler.stored import decode_program, encode_program
-from ..errors import StoredProgramError
-from ..frontend.spec import COUNT_COLUMN, ViewSpec
-from ..frontend.translator import translate
-from ..frontend.tables import ColumnInfo, TableInfo, TableResolver
+from ...calculus.ir import DeltaRel, Rel, walk_atoms
+from ...calculus.normalize import fresh_names
+from ...compiler.hoivm import compile_view
+from ...compiler.program import VALUE, Program
+from ...compiler.stored import decode_program, encode_program
+from ...errors import StoredProgramError
+from ...frontend.spec import COUNT_COLUMN, ViewSpec
+from ...frontend.translator import translate
+from ...frontend.tables import ColumnInfo, TableInfo, TableResolver
 
 HIDDEN_PREFIX = "__viewlet_"
 _DELTA_BAD = re.compile(r"[ ,;{}()\n\t=]")
@@ -197,6 +198,24 @@ def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
             "global": spec.is_aggregate and not spec.group}
 
 
+def relation_columns(program: Program) -> Dict[str, List[str]]:
+    """Base columns each relation contributes anywhere in the program."""
+    cols: Dict[str, Set[str]] = {}
+    for m in program.maps.values():
+        for query in m.values.values():
+            _collect(query, cols)
+    for stmts in program.triggers.values():
+        for s in stmts:
+            _collect(s.rhs, cols)
+    return {r: sorted(c) for r, c in cols.items()}
+
+
+def _collect(query, cols):
+    for a in walk_atoms(query):       # nested aggregates read base columns too
+        if isinstance(a, (Rel, DeltaRel)):
+            cols.setdefault(a.table, set()).update(a.columns)
+
+
 __all__ = ["CompiledView", "compile_definition", "load_definition", "stored_form", "StoredTables",
            "RecordingResolver", "physical_names", "normalize_value_type", "result_layout", "COUNT_COLUMN",
-           "HIDDEN_PREFIX"]
+           "HIDDEN_PREFIX", "relation_columns"]

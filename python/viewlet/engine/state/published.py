@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import List, Optional
 
-from .spark import catalog_views
+from ..spark import catalog_views
 from .catalog import Entry
 
 log = logging.getLogger("viewlet")

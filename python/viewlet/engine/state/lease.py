@@ -34,8 +34,8 @@ import uuid
 from dataclasses import dataclass
 from typing import List, Optional, Set
 
-from .runtime import cancel
-from .layout import join
+from ..runtime import cancel
+from .warehouse import join
 
 log = logging.getLogger("viewlet")
 LEASE_CONF = "spark.viewlet.refresh.leaseSeconds"

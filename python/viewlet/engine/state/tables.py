@@ -8,15 +8,16 @@ import sqlglot
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
-from ..errors import TableNotFound, ViewletError
-from .spark.catalog_tables import delta_location
-from .spark.io import spark_schema
-from ..frontend.collects import explicit_separators
-from ..frontend.ctes import inline_ctes
-from ..frontend.quantified import rewrite_quantified
-from ..frontend.suggest import did_you_mean
-from ..frontend.tables import ColumnInfo, TableInfo
-from .layout import normalize_location
+from ...errors import TableNotFound, ViewletError
+from ..spark.catalog_tables import delta_location
+from ..spark.io import spark_schema
+from ...frontend.collects import explicit_separators
+from ...frontend.ctes import inline_ctes
+from ...frontend.quantified import rewrite_quantified
+from ...frontend.suggest import did_you_mean
+from ...frontend.tables import ColumnInfo, TableInfo
+from .graph import upstream_table
+from .warehouse import normalize_location
 
 
 # Spark's file data sources, referenced as format.`path` (never Delta tables).
@@ -62,7 +63,6 @@ class LiveResolver:
         if len(parts) == 1:
             view = self.ctx.catalog.find(parts[0], "view")
             if view is not None:
-                from .chain import upstream_table
                 return upstream_table(self.ctx, view)
         location, display = self.location(parts)
         if not self.ctx.store.exists(location):

@@ -8,8 +8,8 @@ from typing import Dict, Optional, Sequence, Set, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..storage.arrow import prunable
-from ..storage.base import Snapshot
+from ...storage.arrow import prunable
+from ...storage.base import Snapshot
 
 
 def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:

@@ -8,9 +8,9 @@ from typing import Dict, List, Optional
 
 import pyarrow as pa
 
-from ..errors import ConcurrentUpdate, ViewAlreadyExists
-from ..storage.base import TableStore
-from .layout import WarehouseLayout
+from ...errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
+from ...storage.base import TableStore
+from .warehouse import WarehouseLayout
 
 _SCHEMA = pa.schema([
     ("id", pa.string()), ("kind", pa.string()), ("name", pa.string()),
@@ -99,3 +99,12 @@ class Catalog:
 
     def remove(self, entry_id: str) -> None:
         self.store.delete_where_equal(self.layout.catalog, "id", entry_id)
+
+
+def validate_name(name: str) -> str:
+    """Any name Spark can write (quoted when it is not plain ASCII letters, digits and
+    underscores): names live in the catalog only, never in paths or generated SQL."""
+    if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
+        raise ViewletError(f"Invalid name {name!r}: a name needs at least one visible character "
+                           "and no control characters.")
+    return name

@@ -24,8 +24,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..errors import ConcurrentUpdate
-from ..storage.base import TableStore
+from ...errors import ConcurrentUpdate
+from ...storage.base import TableStore
 
 _SCHEMA = pa.schema([
     ("batch", pa.int64()), ("phase", pa.string()), ("ranges", pa.string()),

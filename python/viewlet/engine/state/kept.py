@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional
 
-from ..errors import ConcurrentUpdate
-from .layout import join
+from ...errors import ConcurrentUpdate
+from .warehouse import join
 
 #: the physical columns of a map as the catalog entry records them
 SCHEMA_KEYS = ("keys", "key_types", "values")

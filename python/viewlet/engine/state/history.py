@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, Optional, Sequence
 
+from ..runtime import cancel
+from .lease import holders
 from .manifest import DROPPED, BatchRecord
 
 log = logging.getLogger("viewlet")
@@ -111,7 +113,6 @@ def _failure_row(rec: BatchRecord):
 def _uncommitted(view, batch: int) -> str:
     """A planned batch: being computed by a refresher that holds its lease, else left by one
     that stopped (engine/lease.py)."""
-    from .lease import holders
     live = holders(view, batch)
     if live:
         return f"running: {live[0].owner} is computing it (other refreshes wait for it)"
@@ -128,7 +129,6 @@ def record_failure(ctx, name: str, error: BaseException):
     """Write a failed refresh of `name` into its history (never raises: the error the user
     sees is the refresh's own). A cancelled refresh (Ctrl-C) is not a failure: its planned
     batch, if any, shows as planned and not committed."""
-    from .runtime import cancel
     token = cancel.current()
     if isinstance(error, cancel.Cancelled) or (token is not None and token.cancelled):
         return

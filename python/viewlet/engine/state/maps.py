@@ -1,0 +1,42 @@
+"""A view's maps as data: their rows at a Delta version, from memory when the map is hot
+(local/hotmaps.py; maintain/hot.py keeps hot maps equal to their tables), else from Delta
+(by key: keyed.py)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..local.hotmaps import HotMap
+from .keyed import key_lookups, read_keys
+
+
+def hot_map(view, name: str, version: int, load: bool = False):
+    """Map `name` of `view` hot in memory at `version`; with `load`, read whole from Delta
+    into the cache when it is not and it fits the cache's budget. None otherwise."""
+    ctx = view.ctx
+    path = view.map_path(name)
+    hot = ctx.hot_maps.get(path, version)
+    if hot is not None or not load:
+        return hot
+    snap = ctx.store.snapshot(path, version)
+    if not ctx.hot_maps.fits(sum(s.size or 0 for s in snap.stats or ()) * 4 or 1):
+        return None       # Parquet files' bytes, compressed: four times that, a first guess
+    schema = view.map_arrow_schema(name)
+    rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
+    hot = new_hot_map(view, name, version, rows)
+    return hot if ctx.hot_maps.put(hot) else None
+
+
+def new_hot_map(view, name: str, version: int, rows: pa.Table):
+    schema = view.map_schema(name)
+    return HotMap(view.map_path(name), version, rows, schema.keys, list(schema.values),
+                  view.compiled.program.maps[name].zero_columns())
+
+
+def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys) -> pa.Table:
+    """Map `name`'s rows at `version` for the key values of `rows` (its columns `keys`, the
+    map's first key columns): from memory when hot, else from the Delta files that may
+    hold them (a superset: callers match keys exactly)."""
+    hot = hot_map(view, name, version)
+    if hot is not None:
+        return hot.lookup(key_lookups(rows, keys))
+    return read_keys(view.ctx.store, view.map_path(name), version, rows, keys)
