@@ -1,6 +1,6 @@
 """The corpus of views a test run creates, for the compile-under-hash-seeds test.
 
-`record_creates(path)` makes every CREATE (engine/views.py) append the definition it compiled
+`record_creates(path)` makes every CREATE (engine/ops/create.py) append the definition it compiled
 to `path` as a JSON line: the query, the tables it resolved to (as the catalog records
 them), the depth and the caches option. `read(path)` gives each distinct definition once;
 `compile_entry` compiles one as CREATE does, from the recorded tables (no Spark, no Delta).
@@ -13,8 +13,8 @@ from typing import Dict, Iterator
 
 
 def record_creates(path: str) -> None:
-    from viewlet.engine import views
-    compile_definition = views.compile_definition
+    from viewlet.engine.ops import create
+    compile_definition = create.compile_definition
     lock = threading.Lock()
 
     def recording(sql, resolver, depth, caches=False, *args, **kwargs):
@@ -25,7 +25,7 @@ def record_creates(path: str) -> None:
             out.write(line + "\n")
         return compiled
 
-    views.compile_definition = recording
+    create.compile_definition = recording
 
 
 def read(path: str) -> Iterator[Dict]:

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from viewlet.engine import ordered
+from viewlet.engine.maintain import topn as ordered
 from viewlet.frontend.ordering import SortItem, TopN
 
 OP = ordered.OP

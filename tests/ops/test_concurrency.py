@@ -10,7 +10,7 @@ from chispa import assert_df_equality
 from deltalake import DeltaTable
 
 from viewlet.errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
-from viewlet.engine import drift
+from viewlet.engine.batch import drift
 from viewlet.engine.state.manifest import Manifest
 from viewlet.engine.spark.io import read_table
 

@@ -11,7 +11,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import AnalysisException, ParseException
 
-from viewlet.engine import views as views_module
+from viewlet.engine.maintain import apply
+from viewlet.engine.ops import create
 from viewlet.engine.state.program import StoredTables
 
 from .oracle import assert_view_matches, explain_parts
@@ -178,7 +179,7 @@ def test_crash_mid_batch_loses_nothing_and_applies_nothing_twice(spark, vl, work
     assert_view_matches(spark, name, QUERY)
     # Re-applying a committed batch is a no-op: every map already carries its txn id.
     last = view.manifest.last_committed()
-    views_module.apply_batch(view, last)
+    apply.apply_batch(view, last)
     assert_view_matches(spark, name, QUERY)
     spark.sql(f"DROP INCREMENTAL VIEW {name}")
 
@@ -220,8 +221,8 @@ def test_view_created_before_a_compile_rule_keeps_its_maps(spark, vl, work, monk
     count) keeps the maps its tables hold, in a process that never compiled it, while a new
     compile would give other maps; and it stays exact."""
     import functools
-    before = functools.partial(views_module.compile_definition, **{rule: False})
-    monkeypatch.setattr(views_module, "compile_definition", before)
+    before = functools.partial(create.compile_definition, **{rule: False})
+    monkeypatch.setattr(create, "compile_definition", before)
     view = f"lc_before_{rule}"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
     monkeypatch.undo()
@@ -230,7 +231,7 @@ def test_view_created_before_a_compile_rule_keeps_its_maps(spark, vl, work, monk
     loaded = vl.load(view).compiled
     assert list(loaded.program.maps) == list(entry.spec["maps"])
     assert [m["name"] for m in entry.spec["program"]["maps"]] == list(entry.spec["maps"])
-    new = views_module.compile_definition(query, StoredTables(entry.spec["refs"]), None)
+    new = create.compile_definition(query, StoredTables(entry.spec["refs"]), None)
     assert len(new.program.maps) < len(loaded.program.maps)   # the rule changes the maps
     for _ in range(2):
         work.batch()

@@ -8,7 +8,9 @@ import pytest
 from pyspark.errors import ParseException
 
 from viewlet.plan import batch as plan_batch
-from viewlet.engine import leaves, maps
+from viewlet.engine.batch import leaves
+from viewlet.engine.maintain import maps
+from viewlet.engine.state import stats
 
 from .oracle import assert_view_matches
 from .workload import registered_workload
@@ -25,7 +27,7 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     monkeypatch.setattr(vl.hot_maps, "budget", 0)        # every batch reads its maps from Delta
     vl.hot_maps.evict_prefix("")
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
-    monkeypatch.setattr(maps, "COMPACT_FILES", 2)        # compaction every other append
+    monkeypatch.setattr(stats, "COMPACT_FILES", 2)        # compaction every other append
     monkeypatch.setattr(leaves, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
     work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")

@@ -1,4 +1,4 @@
-"""Where batches run (engine/targets.py): the engine option and setting, the cost rule, the
+"""Where batches run (engine/batch/policy.py): the engine option and setting, the cost rule, the
 fallback of a failing local batch to Spark, views the local target refuses, and what
 HISTORY, EXPLAIN and DESCRIBE say about it. Every batch is checked against Spark."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from viewlet.engine.local import executor as local_engine
-from viewlet.engine import targets
+from viewlet.engine.state import settings
 
 from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
@@ -28,10 +28,10 @@ def _batches(spark, work, view, query, n=3, engine=True):
 @pytest.fixture
 def auto(spark):
     """This test's batches follow the cost rule, whatever the suite's engine."""
-    before = spark.conf.get(targets.ENGINE_CONF, None)
-    spark.conf.set(targets.ENGINE_CONF, "auto")
+    before = spark.conf.get(settings.ENGINE_CONF, None)
+    spark.conf.set(settings.ENGINE_CONF, "auto")
     yield
-    spark.conf.set(targets.ENGINE_CONF, before) if before else spark.conf.unset(targets.ENGINE_CONF)
+    spark.conf.set(settings.ENGINE_CONF, before) if before else spark.conf.unset(settings.ENGINE_CONF)
 
 
 def test_the_engine_option_wins_and_both_targets_agree(spark, vl, tmp_path, auto):
@@ -66,15 +66,15 @@ def test_the_rule_sends_large_batches_to_spark(spark, vl, tmp_path, auto):
         _batches(spark, work, "tg_rule", QUERY, 1)
         stats = _last(vl, "tg_rule")
         assert stats["engine"] == "local" and "rows (at most" in stats["engine_reason"]
-        spark.conf.set(targets.MAX_ROWS_CONF, "1")          # every batch is "large" now
+        spark.conf.set(settings.MAX_ROWS_CONF, "1")          # every batch is "large" now
         try:
             _batches(spark, work, "tg_rule", QUERY, 2)
             stats = _last(vl, "tg_rule")
-            assert stats["engine"] == "spark" and targets.MAX_ROWS_CONF in stats["engine_reason"]
+            assert stats["engine"] == "spark" and settings.MAX_ROWS_CONF in stats["engine_reason"]
             assert stats["spark_jobs"] >= 1
         finally:
-            spark.conf.unset(targets.MAX_ROWS_CONF)
-        spark.conf.set(targets.ENGINE_CONF, "spark")          # the session's setting
+            spark.conf.unset(settings.MAX_ROWS_CONF)
+        spark.conf.set(settings.ENGINE_CONF, "spark")          # the session's setting
         _batches(spark, work, "tg_rule", QUERY, 1)
         assert _last(vl, "tg_rule")["engine"] == "spark"
     finally:
@@ -139,7 +139,7 @@ def test_explain_and_describe_show_the_engine_and_the_plan(spark, vl, tmp_path, 
         program, execution = explain_parts(spark, "tg_explain")
         assert program.startswith("Incremental view tg_explain")
         assert "engine: auto" in execution and "local target: can run this view" in execution
-        assert targets.MAX_ROWS_CONF in execution and "batch plan" in execution
+        assert settings.MAX_ROWS_CONF in execution and "batch plan" in execution
         assert "changes of r" in execution and "map " in execution
         described = {(r[0], r[1]): r[2] for r in spark.sql(
             "DESCRIBE INCREMENTAL VIEW tg_explain").collect()}

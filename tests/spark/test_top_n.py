@@ -38,7 +38,7 @@ BATCHES = 4
 
 @pytest.fixture
 def small_slack(monkeypatch):
-    from viewlet.engine import ordered
+    from viewlet.engine.maintain import topn as ordered
     monkeypatch.setattr(ordered, "SLACK_MAX", 1)
 
 
@@ -94,7 +94,7 @@ def test_the_driver_sorts_as_spark_orders(spark):
     from decimal import Decimal
 
     import pyarrow as pa
-    from viewlet.engine import ordered
+    from viewlet.engine.maintain import topn as ordered
     rng = random.Random(3)
     schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()),
                         ("d", pa.decimal128(10, 2)), ("t", pa.date32())])

@@ -131,7 +131,7 @@ def test_dependency_order_and_cycle_guard():
     since a view reads only existing views; the guard stops a corrupted catalog)."""
     from types import SimpleNamespace
     from viewlet.errors import ViewletError
-    from viewlet.engine import chain as graph
+    from viewlet.engine.state import graph
 
     def ctx_of(reads):
         entries = [SimpleNamespace(name=n, spec={"refs": {u: {"id": u, "view": u} for u in ups}})

@@ -9,7 +9,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from viewlet.engine import maps
+from viewlet.engine.maintain import maps
+from viewlet.engine.state import stats
 from viewlet.engine.state.keyed import key_lookups, read_keys
 from viewlet.storage.base import FileStats, Snapshot
 from viewlet.storage.deltars import DeltaRsStore
@@ -127,22 +128,22 @@ def test_layout_is_due_when_appends_outgrow_the_base():
         return Snapshot("p", 0, tuple(str(i) for i in range(len(rows))), SCHEMA, (),
                         tuple(FileStats(r, {}, {}, {}) for r in rows))
 
-    layout = maps.MapLayout(2, 1000)
+    layout = stats.MapLayout(2, 1000)
     assert not layout.due(snap([500, 500, 10, 10]))
-    assert layout.due(snap([500, 500] + [1] * maps.COMPACT_FILES))
+    assert layout.due(snap([500, 500] + [1] * stats.COMPACT_FILES))
     assert layout.due(snap([500, 500, 600, 600]))
-    assert maps.MapLayout.of(None, snap([3, 4])).to_json() == \
+    assert stats.MapLayout.of(None, snap([3, 4])).to_json() == \
         {"base_files": 2, "base_rows": 7, "appended_files": 0, "appended_rows": 0}
     # batches count what they append: due without a look at the files
-    counted = maps.MapLayout.of(None, snap([500, 500]))
+    counted = stats.MapLayout.of(None, snap([500, 500]))
     counted = counted.after_append(10).after_append(10)
     assert counted.counted() and not counted.due()
     assert counted.after_append(2000).due()                  # rows outgrew the base
-    many = maps.MapLayout(2, 1000, 0, 0)
-    for _ in range(maps.COMPACT_FILES):
+    many = stats.MapLayout(2, 1000, 0, 0)
+    for _ in range(stats.COMPACT_FILES):
         many = many.after_append(1)
     assert many.due()                                        # files reached COMPACT_FILES
-    assert not maps.MapLayout.of({"base_files": 2, "base_rows": 7}, None).counted()
+    assert not stats.MapLayout.of({"base_files": 2, "base_rows": 7}, None).counted()
 
 
 def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):

@@ -98,7 +98,7 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
 def _replace(ctx, entry: Entry, st: Statement):
     """A new definition of an existing view: the maps it still needs are kept
     (engine/replace.py). ALTER ... AS keeps the view's settings where it names none."""
-    from ..engine.replace import replace_view
+    from ..engine.ops.replace import replace_view
     given = {k: st.options[k] for k in DEFINITION_OPTIONS if k in st.options}
     if st.must_exist:
         settings = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),

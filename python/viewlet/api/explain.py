@@ -53,12 +53,12 @@ def result_lines(spec, depth) -> List[str]:
     """How the result table follows from the view state beyond its groups' rows."""
     lines: List[str] = []
     if spec.window is not None:
-        from ..engine.windowed import describe
+        from ..engine.maintain.window import describe
         lines += describe(spec, depth)
     top = spec.top_n
     if top is None:
         return lines
-    from ..engine.ordered import capacity
+    from ..engine.maintain.topn import capacity
     names = [o.name for o in spec.outputs]
     lines += ["", "Result (ORDER BY / LIMIT):",
              f"  top-N: {top.text(names)}; rows tied on the ORDER BY keys are ordered by every "
@@ -80,25 +80,26 @@ def result_lines(spec, depth) -> List[str]:
 def explain_execution(view) -> str:
     """EXPLAIN's second part: where batches run (engine/targets.py) and the batch plan
     every target evaluates, for a batch that changes every relation."""
-    from ..engine import targets
+    from ..engine.batch import policy
+    from ..engine.state import settings
     from ..plan.lower import SUB_PREFIX
-    mode = targets.setting(view)
+    mode = settings.setting(view)
     source = "view option engine" if view.spec.get("engine") else \
-        f"session setting {targets.ENGINE_CONF}" if mode != targets.AUTO else "default"
-    blocker = targets.local_blocker(view)
+        f"session setting {settings.ENGINE_CONF}" if mode != settings.AUTO else "default"
+    blocker = policy.local_blocker(view)
     lines = ["Execution (one plan, two targets: local = DuckDB in the driver, spark = Spark):",
              f"  engine: {mode} ({source})",
              "  local target: " + (f"cannot run this view: {blocker}" if blocker else
                                    "can run this view (Spark's types, rounding and NULLs)")]
-    if mode == targets.AUTO and not blocker:
-        lines.append(f"  rule: a batch runs locally when it reads at most {targets.max_rows(view):,} "
-                     f"rows ({targets.MAX_ROWS_CONF}): its changes, the maps and base tables it "
+    if mode == settings.AUTO and not blocker:
+        lines.append(f"  rule: a batch runs locally when it reads at most {settings.max_rows(view):,} "
+                     f"rows ({settings.MAX_ROWS_CONF}): its changes, the maps and base tables it "
                      "reads whole and the files its lookups may read; otherwise on Spark")
-    if blocker is None and mode != targets.SPARK:
+    if blocker is None and mode != settings.SPARK:
         lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
                      "mode) runs again on Spark")
         lines.append(f"  hot maps: up to {_size(view.ctx.hot_maps.budget)} of maps kept in memory "
-                     f"({targets.MEMORY_CONF}), checked against their Delta versions")
+                     f"({settings.MEMORY_CONF}), checked against their Delta versions")
     if view.compiled.depth == 0:
         return "\n".join(lines)
     relations = tuple(view.compiled.program.relations())
@@ -159,7 +160,7 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     last = [r for r in records if r.phase == "committed"][-1]
     top = view.top_n
     if top is not None:
-        from ..engine.ordered import STATS
+        from ..engine.maintain.topn import STATS
         kept = (last.stats or {}).get(STATS) or {}
         names = [o.name for o in view.compiled.spec.outputs]
         rows.append(("view", "order", f"{top.text(names)}; the ordered table holds "
@@ -182,9 +183,10 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     from ..engine.state.graph import dependents
     rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
              for name in dependents(ctx, view.name)]
-    from ..engine import targets
-    blocker = targets.local_blocker(view)
-    rows.append(("execution", "engine", targets.setting(view)))
+    from ..engine.batch import policy
+    from ..engine.state import settings
+    blocker = policy.local_blocker(view)
+    rows.append(("execution", "engine", settings.setting(view)))
     rows.append(("execution", "local target", f"cannot run this view: {blocker}" if blocker
                  else "can run this view"))
     in_memory = 0
@@ -199,7 +201,7 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
     rows.append(("memory", "hot maps", f"{_size(in_memory)} of this view's maps in driver memory; "
                                        f"{_size(ctx.hot_maps.used())} of "
                                        f"{_size(ctx.hot_maps.budget)} used by all views "
-                                       f"({targets.MEMORY_CONF})"))
+                                       f"({settings.MEMORY_CONF})"))
     rows.append(("last batch", "batch", str(last.batch)))
     rows.append(("last batch", "at", str(last.at)))
     if last.batch:

@@ -10,19 +10,27 @@ from typing import Dict, List, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..errors import ViewletError, ViewNotFound
-from .spark.io import read_table
+from ..errors import ViewNotFound, ViewletError
+from ..frontend.lexical import quote_identifier
 from ..plan.lower import q
 from ..storage.base import TableStore
+from .local.executor import LocalEngine
+from .local.hotmaps import HotMaps
+from .maintain.maps import MAP_WRITES
+from .ops.continuous import ContinuousRefresh
+from .ops.create import create_view
+from .ops.drop import drop_view
+from .ops.rebuild import rebuild_view
+from .ops.refresh import refresh_view
+from .runtime import cancel
+from .spark.io import read_table
 from .state.catalog import Catalog, Entry, validate_name
-from .state.program import CompiledView
+from .state.history import record_failure
+from .state.program import CompiledView, load_definition
+from .state.settings import ENGINES, memory_budget
+from .state.tables import LiveResolver
 from .state.view import LoadedView
 from .state.warehouse import WarehouseLayout, normalize_location
-from .maps import MAP_WRITES
-from .targets import ENGINES
-from .state.tables import LiveResolver
-from . import views
-from .runtime import cancel
 
 log = logging.getLogger("viewlet")
 ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"
@@ -49,8 +57,6 @@ class EngineContext:
     def hot_maps(self):
         """Maps hot in memory (engine/local/hotmaps.py), within spark.viewlet.local.memory."""
         if self._hot_maps is None:
-            from .local.hotmaps import HotMaps
-            from .targets import memory_budget
             self._hot_maps = HotMaps(memory_budget(self.spark))
         return self._hot_maps
 
@@ -58,7 +64,6 @@ class EngineContext:
     def local_engine(self):
         """The local target's engine (engine/targets.py), started on first use."""
         if self._local_engine is None:
-            from .local.executor import LocalEngine
             self._local_engine = LocalEngine()
         return self._local_engine
 
@@ -125,7 +130,7 @@ class EngineContext:
             options["engine"] = engine
         if enable_change_data_feed is not None:
             options["enable_change_data_feed"] = bool(enable_change_data_feed)
-        return views.create_view(self, name, sql, depth, if_not_exists, caches=caches,
+        return create_view(self, name, sql, depth, if_not_exists, caches=caches,
                                  options=options)
 
     @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
@@ -149,13 +154,11 @@ class EngineContext:
         """
         try:
             if full:
-                from .rebuild import rebuild_view
                 return rebuild_view(self, name)
-            return views.refresh_view(self, name, max_commits)
+            return refresh_view(self, name, max_commits)
         except ViewNotFound:
             raise
         except Exception as e:
-            from .state.history import record_failure
             record_failure(self, name, e)
             raise
 
@@ -163,7 +166,6 @@ class EngineContext:
     @property
     def continuous(self):
         if self._continuous is None:
-            from .continuous import ContinuousRefresh
             self._continuous = ContinuousRefresh(self)
         return self._continuous
 
@@ -177,6 +179,12 @@ class EngineContext:
         if self._continuous is not None:
             self._continuous.stop(name, timeout)
 
+    def refresh_view(self, name: str, max_commits: Optional[int] = None,
+                     until: Optional[Dict[str, int]] = None) -> Dict:
+        """One view's REFRESH as a step of another statement: each view a CREATE or a chain
+        refresh brings to common base-table versions (ops/chains.py)."""
+        return refresh_view(self, name, max_commits, until)
+
     def drop_view(self, name: str, if_exists: bool = False) -> Dict:
         """DROP INCREMENTAL VIEW: the view, its maps and its catalog entry.
 
@@ -184,7 +192,7 @@ class EngineContext:
             ViewNotFound: no such view and not `if_exists`.
             ViewletError: other views read this one (drop them first).
         """
-        return views.drop_view(self, name, if_exists)
+        return drop_view(self, name, if_exists)
 
     def view_names(self) -> List[str]:
         """The names of the warehouse's incremental views."""
@@ -202,7 +210,7 @@ class EngineContext:
                                "lists the views of this warehouse.")
         key = _compiled_key(entry)
         if self._compiled.get(entry.id, (None,))[0] != key:
-            self._compiled[entry.id] = (key, views.load_compiled(self, entry))
+            self._compiled[entry.id] = (key, load_compiled(self, entry))
         return LoadedView(self, entry, self._compiled[entry.id][1])
 
     def remember(self, entry: Entry, compiled: CompiledView):
@@ -260,3 +268,7 @@ def _compiled_key(entry: Entry):
     for a view created before programs were stored, its query."""
     program = entry.spec.get("program")
     return program["fingerprint"] if program else entry.spec.get("sql")
+
+
+def load_compiled(ctx, entry: Entry) -> CompiledView:
+    return load_definition(entry.spec, quote_identifier(entry.name))

@@ -16,6 +16,7 @@ from typing import Dict, Optional
 import pyarrow as pa
 
 from ...storage.arrow import plain_types
+from ..runtime import cancel
 
 
 class LocalEngineError(Exception):
@@ -28,7 +29,7 @@ def unavailable() -> Optional[str]:
     None. DuckDB is a dependency of the package; a broken or trimmed install sends every
     batch to Spark with this reason (EXPLAIN, HISTORY) instead of failing the batch."""
     try:
-        import duckdb  # noqa: F401
+        import duckdb  # noqa: F401 - optional at run time: without it batches run on Spark
     except ImportError as e:
         return (f"the local target needs DuckDB, which cannot be imported here ({e}); "
                 "reinstall Viewlet or `pip install duckdb` to run small batches in the driver")
@@ -38,8 +39,8 @@ def unavailable() -> Optional[str]:
 class LocalEngine:
     def __init__(self, threads: Optional[int] = None, memory_limit: Optional[str] = None):
         try:
-            import duckdb
-        except ImportError as e:     # engine/targets.py checks first; this is the backstop
+            import duckdb        # optional at run time, as unavailable() says
+        except ImportError as e:     # batch/policy.py checks first; this is the backstop
             raise LocalEngineError(unavailable() or str(e)) from e
         self._duckdb = duckdb
         config = {"threads": threads or max(1, os.cpu_count() or 1),
@@ -54,7 +55,6 @@ class LocalEngine:
 
     def query(self, sql: str, tables: Dict[str, pa.Table]) -> pa.Table:
         """Run `sql` with each of `tables` readable under its name; the result as Arrow."""
-        from ..runtime import cancel
         cancel.check()
         with self._lock:                  # cursor() on one connection is not thread-safe
             cursor = self._db.cursor()

@@ -12,6 +12,7 @@ recorded inputs, and the maps it had already written are skipped by their transa
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -183,7 +184,6 @@ def interruptible(what: Callable[..., str]):
     like the SQL statement: called on the main thread it runs as a statement, and a
     cancellation ends it with KeyboardInterrupt (errors.StatementInterrupted). Calls on
     other threads (continuous mode's) are not Ctrl-C's to cancel."""
-    import functools
 
     def wrap(fn):
         @functools.wraps(fn)

@@ -1,21 +1,22 @@
 """Moving data between Delta (through the TableStore) and Spark DataFrames."""
 from __future__ import annotations
 
+import inspect
 from typing import Iterable, Optional, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ...storage.base import Snapshot, TableStore
 from ...storage.arrow import plain_types
+from ...storage.base import Snapshot, TableStore
 
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
     """Spark's types for Arrow's. The same on every pyspark: 4.1 changed the default for an
     Arrow timestamp without a time zone (TIMESTAMP before, TIMESTAMP_NTZ since); Viewlet
     keeps the first reading, which its tables were written with."""
-    from pyspark.sql.pandas.types import from_arrow_schema
     plain = plain_types(pa.table({f.name: pa.array([], f.type) for f in arrow_schema})).schema
     return from_arrow_schema(plain, prefer_timestamp_ntz=False)
 
@@ -23,15 +24,12 @@ def spark_schema(arrow_schema: pa.Schema) -> StructType:
 def arrow_schema(schema: StructType) -> pa.Schema:
     """Arrow's types for Spark's: a TIMESTAMP is microseconds in UTC (as Delta stores it) on
     every pyspark (4.1 made the time zone an argument, without a default)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
     if _TIMEZONE_ARGUMENT:
         return to_arrow_schema(schema, timezone="UTC")
     return to_arrow_schema(schema)
 
 
 def _takes_timezone() -> bool:
-    import inspect
-    from pyspark.sql.pandas.types import to_arrow_schema
     return "timezone" in inspect.signature(to_arrow_schema).parameters
 
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..runtime import cancel
 from .lease import holders
-from .manifest import DROPPED, BatchRecord
+from .manifest import BatchRecord, DROPPED
 
 log = logging.getLogger("viewlet")
 

@@ -3,7 +3,7 @@ rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, Optional, Sequence, Set, Tuple
+from typing import Dict, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -68,24 +68,3 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -
         parts.append(rows if mask is None else rows.filter(mask))
     return pa.concat_tables(parts) if parts else store.read_files(snap)
 
-
-def pad_groups(delta: Optional[pa.Table], schema: pa.Schema, keys: Sequence[str],
-               others: Sequence[Tuple[pa.Table, Sequence[str]]]) -> pa.Table:
-    """The delta of a map with `schema` and key columns `keys` (None: no rows), plus a row
-    of zero values for each key given by the `others` (a table, its columns holding the
-    key): every key touched by either, as a delta of the map."""
-    parts = [delta.select(schema.names).cast(schema)] if delta is not None else []
-    for table, columns in others:
-        if table.num_rows == 0:
-            continue
-        if keys:
-            found = table.group_by(list(columns), use_threads=False).aggregate([])
-            n = found.num_rows
-            cols = {k: found.column(c).cast(schema.field(k).type) for k, c in zip(keys, columns)}
-        else:                              # a global aggregate: its one group
-            n, cols = 1, {}
-        for f in schema:
-            if f.name not in cols:
-                cols[f.name] = pa.array([0] * n, f.type)
-        parts.append(pa.table(cols, schema=schema))
-    return pa.concat_tables(parts) if parts else schema.empty_table()

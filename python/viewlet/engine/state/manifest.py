@@ -41,6 +41,9 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 PLAN_TXN = "viewlet-plan"
 COMMIT_TXN = "viewlet-commit"
 Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
+#: keys of a batch record's map_versions beside the maps: the result table's version, and a
+#: top-N view's ordered table's (maintain/topn.py)
+RESULT, ORDERED = "__result", "__ordered"
 
 
 @dataclass

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set
 
 from ...calculus.ir import DeltaRel, Rel, walk_atoms
 from ...calculus.normalize import fresh_names
 from ...compiler.hoivm import compile_view
-from ...compiler.program import VALUE, Program
+from ...compiler.program import Program, VALUE
 from ...compiler.stored import decode_program, encode_program
 from ...errors import StoredProgramError
 from ...frontend.spec import COUNT_COLUMN, ViewSpec
-from ...frontend.translator import translate
 from ...frontend.tables import ColumnInfo, TableInfo, TableResolver
-
-HIDDEN_PREFIX = "__viewlet_"
-_DELTA_BAD = re.compile(r"[ ,;{}()\n\t=]")
+from ...frontend.translator import translate
 
 
 @dataclass
@@ -148,22 +145,6 @@ def parts_key(parts: Sequence[str]) -> str:
     return "\x1f".join(parts)
 
 
-def physical_names(names: Sequence[str]) -> List[str]:
-    """Delta column names (no column mapping) may not contain ' ,;{}()\\n\\t='; keep them
-    readable and unique."""
-    out: List[str] = []
-    seen = set()
-    for n in names:
-        base = _DELTA_BAD.sub("_", n).strip("_") or "col"
-        cand, i = base, 1
-        while cand.lower() in seen:
-            i += 1
-            cand = f"{base}_{i}"
-        seen.add(cand.lower())
-        out.append(cand)
-    return out
-
-
 def normalize_value_type(t: str) -> str:
     """Map values accumulate sums: widen so adding batches never overflows or loses scale."""
     m = re.match(r"decimal\((\d+),\s*(\d+)\)", t)
@@ -174,28 +155,6 @@ def normalize_value_type(t: str) -> str:
     if t in ("float", "double"):
         return "double"
     return t
-
-
-def result_layout(spec: ViewSpec, output_types: List[Tuple[str, str]]) -> Dict:
-    """Columns of the result table and which of them identify a state group."""
-    names = [n for n, _ in output_types]
-    physical = physical_names(names)
-    columns = [{"name": n, "physical": p, "type": t}
-               for (n, t), p in zip(output_types, physical)]
-    keys: List[List] = []
-    hidden: List[str] = []
-    for gi, var in enumerate(spec.group):
-        match = next((i for i, o in enumerate(spec.outputs)
-                      if o.expr.is_var() and next(iter(o.expr.vars)) == var), None)
-        if match is not None:
-            keys.append([physical[match], gi])
-        else:
-            name = f"{HIDDEN_PREFIX}k{gi}"
-            hidden.append(name)
-            keys.append([name, gi])
-    return {"columns": columns, "keys": keys, "hidden": hidden,
-            "bag": not spec.is_aggregate and not spec.distinct,
-            "global": spec.is_aggregate and not spec.group}
 
 
 def relation_columns(program: Program) -> Dict[str, List[str]]:
@@ -217,5 +176,4 @@ def _collect(query, cols):
 
 
 __all__ = ["CompiledView", "compile_definition", "load_definition", "stored_form", "StoredTables",
-           "RecordingResolver", "physical_names", "normalize_value_type", "result_layout", "COUNT_COLUMN",
-           "HIDDEN_PREFIX", "relation_columns"]
+           "RecordingResolver", "normalize_value_type", "relation_columns"]

@@ -9,13 +9,13 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from ...errors import TableNotFound, ViewletError
-from ..spark.catalog_tables import delta_location
-from ..spark.io import spark_schema
 from ...frontend.collects import explicit_separators
 from ...frontend.ctes import inline_ctes
 from ...frontend.quantified import rewrite_quantified
 from ...frontend.suggest import did_you_mean
 from ...frontend.tables import ColumnInfo, TableInfo
+from ..spark.catalog_tables import delta_location
+from ..spark.io import read_table, spark_schema
 from .graph import upstream_table
 from .warehouse import normalize_location
 
@@ -110,3 +110,10 @@ def bind_tables(sql: str, frames: Dict[str, DataFrame], location_of) -> Tuple[st
 
 def _no_failure(construct, node, detail=None):
     raise ViewletError(f"internal: {construct} passed the front end")
+
+
+def relation_frame(ctx, table, version: int) -> DataFrame:
+    """A relation at a version, for queries over the defining SQL: an upstream view's
+    result table without its hidden key columns."""
+    columns = [c.name for c in table.columns] if table.view else None
+    return read_table(ctx.spark, ctx.store, table.id, version, columns)

@@ -14,11 +14,13 @@ from typing import Dict, List, Optional, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..plan.batch import Leaf
-from ..plan.lower import MapOrigin
-from .state.keyed import read_matching
-from .state.maps import hot_map
-from .state.manifest import BatchRecord
+from ...plan.batch import Leaf
+from ...plan.local import types as T
+from ...plan.lower import MULT, MapOrigin
+from ..spark.io import read_table, snapshot_frame, spark_schema
+from ..state.keyed import read_matching
+from ..state.manifest import BatchRecord
+from ..state.maps import hot_map
 
 #: a lookup keeping more than this share of the rows in the files it read binds those files
 #: (Spark reads them) instead of staging the rows kept
@@ -121,7 +123,6 @@ class SparkLeaves(LeafReader):
         self.files = 0
 
     def bind(self, leaf: Leaf):
-        from .spark.io import read_table, snapshot_frame
         view, ctx, spark = self.view, self.view.ctx, self.spark
         if leaf.kind == "delta":
             # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
@@ -149,7 +150,6 @@ class SparkLeaves(LeafReader):
 
     def _file(self, data: pa.Table):
         """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
-        from .spark.io import spark_schema
         self.files += 1
         location = self.view.ctx.store.write_file(f"{self.scratch}/in{self.files}.parquet", data)
         return self.spark.read.schema(spark_schema(data.schema)).parquet(location)
@@ -161,7 +161,6 @@ class ArrowLeaves(LeafReader):
     load = True
 
     def bind(self, leaf: Leaf) -> pa.Table:
-        from .targets import leaf_columns
         view, ctx = self.view, self.view.ctx
         if leaf.kind == "pending":
             return self.pending_rows(leaf)
@@ -203,7 +202,6 @@ class FrameLeaves:
         self._maps: Dict[str, object] = {}
 
     def bind(self, leaf: Leaf):
-        from .spark.io import read_table, snapshot_frame
         view, ctx = self.view, self.view.ctx
         if leaf.kind == "delta":
             return self.deltas[leaf.name]
@@ -224,3 +222,16 @@ class FrameLeaves:
             self._maps[leaf.name] = snapshot_frame(self.spark, snap,
                                                    schema.keys + list(schema.values))
         return self._maps[leaf.name]
+
+
+# -- translation, cached per view ------------------------------------------------------------
+def leaf_columns(view, leaf: Leaf) -> List:
+    """The Spark-typed columns of a leaf, as the plan reads them."""
+    if leaf.kind in ("delta", "rel"):
+        table = view.compiled.spec.tables[leaf.name]
+        types = {c.name.lower(): c.type for c in table.columns}
+        cols = [(c, T.parse(types[c.lower()])) for c in view.columns_of(leaf.name)]
+        return cols + ([(MULT, T.BIGINT)] if leaf.kind == "delta" else [])
+    schema = view.map_schema(leaf.name)
+    return [(k, T.parse(t)) for k, t in zip(schema.keys, schema.key_types)] + \
+        [(c, T.parse(t)) for c, t in schema.values.items()]

@@ -9,13 +9,20 @@ offending expression and, found by its name, its position in the query.
 """
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Dict, Optional
 
 import sqlglot
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from pyspark.errors.exceptions.captured import convert_exception
 from sqlglot import exp
 
-from ..errors import UnsupportedSQL, ViewletError
-from ..frontend.checks import position_of
+from ...errors import UnsupportedSQL, ViewletError
+from ...frontend.checks import position_of
+from ...frontend.multisets import AVG_DISTINCT
+from ...plan.lower import q
+from ..state.tables import bind_tables
 
 _DETAIL = ("A view must be a deterministic function of its tables. A UDF is deterministic "
            "unless registered with asNondeterministic(); register it without, if it is one.")
@@ -96,13 +103,10 @@ def reject_unplannable(df, sql: str) -> None:
     row: `x > (SELECT COALESCE(SUM(y), 0) / COALESCE(SUM(1), 0) ... WHERE corr)` divides by
     zero under ANSI mode whatever the data. Such a view would fail at its first batch that
     evaluates that value; it is refused at CREATE with Spark's error instead."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
     try:
         df._jdf.queryExecution().optimizedPlan()
     except (Py4JJavaError, PySparkException) as e:   # PySpark converts most Java errors
         if isinstance(e, Py4JJavaError):
-            from pyspark.errors.exceptions.captured import convert_exception
             e = convert_exception(e.java_exception)
         message = str(e).splitlines()[0]
         raise ViewletError(
@@ -110,3 +114,37 @@ def reject_unplannable(df, sql: str) -> None:
             f"itself, before reading any row (it evaluates a subquery's value over no rows while "
             f"planning): change the query so that Spark runs it, e.g. NULLIF(divisor, 0) or "
             f"try_divide for a divisor that is 0 over no rows.") from None
+
+
+def output_types(ctx, sql, frames, location_of):
+    text, params = bind_tables(sql, frames, location_of)
+    df = ctx.spark.sql(text, **params)
+    reject_nondeterministic(df, sql)         # UDFs: what the front end cannot know
+    reject_unplannable(df, sql)              # errors Spark raises while planning
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+    spec = compiled.spec
+    if not spec.aggregates:
+        return {}
+    items = []
+    for a in spec.aggregates:
+        items.append(f"{a.sql} AS {q(a.placeholder)}")
+        if a.kind in ("avg", AVG_DISTINCT):
+            items.append(f"{re.sub('^AVG', 'SUM', a.sql, flags=re.I)} AS {q(a.placeholder + '_sum')}")
+    text, params = bind_tables(f"SELECT {', '.join(items)} {spec.from_sql}", frames, location_of)
+    fields = {f.name: f.dataType.simpleString() for f in ctx.spark.sql(text, **params).schema.fields}
+    return {a.placeholder: {"type": fields[a.placeholder],
+                            "sum_type": fields.get(a.placeholder + "_sum", fields[a.placeholder])}
+            for a in spec.aggregates}
+
+
+def subquery_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+    """Spark's type of each subquery in the view's SELECT / HAVING."""
+    probe = compiled.spec.subquery_probe
+    if probe is None:
+        return {}
+    text, params = bind_tables(probe, frames, location_of)
+    return {f.name: {"type": f.dataType.simpleString()}
+            for f in ctx.spark.sql(text, **params).schema.fields}

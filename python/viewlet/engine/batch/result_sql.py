@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Sequence, Tuple
 
-from ..calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
-from ..compiler.program import VALUE
-from ..plan.lower import multiset_aggregate_sql, q
-from ..frontend.spec import AggregateSpec, ViewSpec
-from ..frontend.collects import collect_sql
-from ..frontend.multisets import AVG_DISTINCT
+from pyspark.sql.types import StructType
+
+from ...calculus.ir import COUNT_DISTINCT, SUM_DISTINCT
+from ...compiler.program import VALUE
+from ...frontend.collects import collect_sql
+from ...frontend.multisets import AVG_DISTINCT
+from ...frontend.spec import AggregateSpec, COUNT_COLUMN, ViewSpec
+from ...plan.lower import multiset_aggregate_sql, q
+from ..state.layout import inner_layout
+from ..state.view import LoadedView
 
 
 def aggregate_sql(agg: AggregateSpec, types: Dict[str, Dict[str, str]]) -> str:
@@ -155,3 +159,30 @@ def _state_with_multisets(spec: ViewSpec, state_keys: Sequence[str],
         joins.append(f"LEFT JOIN ({rows}) AS j{i} ON {on or 'TRUE'}")
     return f"(SELECT {', '.join(columns)} FROM {table('s')} AS st {' '.join(joins)}) AS sm"
 
+
+def result_sql(view: LoadedView):
+    """SQL over `{s}` (the touched groups' new state) giving their result rows, and the
+    result table's columns; built once per view."""
+    cache = view.compiled.cache
+    if "result_sql" not in cache:
+        layout = inner_layout(view.spec)
+        schema = view.map_schema(view.spec["view_map"])
+        rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
+                                   schema.keys, COUNT_COLUMN,
+                                   {m: view.map_schema(m).keys
+                                    for m in multiset_params(view.compiled.spec)})
+        columns = [c["physical"] for c in layout["columns"]] + \
+            [name for name, _ in layout["keys"] if name in layout["hidden"]]
+        cache["result_sql"] = (rows_sql, columns)
+    return cache["result_sql"]
+
+
+def result_schema(view: LoadedView, columns) -> StructType:
+    """The state rows' columns (`columns`, from result_sql) with their Spark types (the
+    result table's, but for a view with window functions: its inner query's)."""
+    layout = inner_layout(view.spec)
+    schema = view.map_schema(view.spec["view_map"])
+    types = {c["physical"]: c["type"] for c in layout["columns"]}
+    key_of = {name: gi for name, gi in layout["keys"]}
+    return StructType.fromDDL(", ".join(f"{q(c)} {types.get(c) or schema.key_types[key_of[c]]}"
+                                        for c in columns))

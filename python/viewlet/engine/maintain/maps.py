@@ -13,26 +13,26 @@ spread over a large map is most of it. The benchmark measures both (`ho-merge`).
 Compaction folds the appended rows into the base now and then: rows summed by key, zero
 rows dropped, sorted by the map's cluster order (the key batches look up most often first)
 and written in files of ROWS_PER_FILE rows (more for large maps: at most MAX_FILES files),
-whose min/max statistics let a batch read only the files that can hold its keys. It runs when the appended rows outgrow the base or
-the appended files reach COMPACT_FILES, so its cost per batch stays proportional to the
-batch. Files no version in use references are vacuumed at the next batch.
+whose min/max statistics let a batch read only the files that can hold its keys. It runs
+when the appended rows outgrow the base or the appended files reach COMPACT_FILES
+(state/stats.py, MapLayout.due), so its cost per batch stays proportional to the batch. Files no version in use references are vacuumed at the next batch.
 """
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..calculus.ir import Domain, Groups, MapRef, Nested
-from ..compiler.program import Program
-from ..plan.lower import batch_origins
-from ..storage.arrow import sum_by_key
+from ...calculus.ir import Domain, Groups, MapRef, Nested
+from ...compiler.program import Program
+from ...plan.lower import batch_origins
+from ...storage.arrow import sum_by_key
+from ..state.stats import MapLayout
 
 ROWS_PER_FILE = 32768
 MAX_FILES = 64
-COMPACT_FILES = 16
 MAP_WRITES = ("append", "merge")   # how batches write map deltas (view option map_writes)
 
 
@@ -80,51 +80,6 @@ def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: 
     return rows
 
 
-class MapLayout:
-    """What a map's files looked like after its last compaction, and what batches appended
-    since (kept in batch stats, so that a batch needs no look at the map's files to know
-    whether a compaction is due)."""
-
-    def __init__(self, base_files: int, base_rows: int, appended_files: Optional[int] = None,
-                 appended_rows: Optional[int] = None):
-        self.base_files, self.base_rows = base_files, base_rows
-        self.appended_files, self.appended_rows = appended_files, appended_rows
-
-    def to_json(self):
-        out = {"base_files": self.base_files, "base_rows": self.base_rows}
-        if self.appended_files is not None:
-            out.update(appended_files=self.appended_files, appended_rows=self.appended_rows)
-        return out
-
-    @classmethod
-    def of(cls, stats: Optional[Dict], snap) -> "MapLayout":
-        if stats:
-            return cls(stats["base_files"], stats["base_rows"], stats.get("appended_files"),
-                       stats.get("appended_rows"))
-        return cls(len(snap.files), _rows(snap), 0, 0)
-
-    def counted(self) -> bool:
-        """Whether the appends since the last compaction were counted (layouts recorded
-        before batches counted them are not)."""
-        return self.appended_files is not None
-
-    def after_append(self, rows: int) -> "MapLayout":
-        return MapLayout(self.base_files, self.base_rows, (self.appended_files or 0) + 1,
-                         (self.appended_rows or 0) + rows)
-
-    def due(self, snap=None) -> bool:
-        if snap is None:
-            appended_files, appended_rows = self.appended_files, self.appended_rows
-        else:
-            appended_files = len(snap.files) - self.base_files
-            appended_rows = _rows(snap) - self.base_rows
-        return appended_files >= COMPACT_FILES or (appended_files > 1 and appended_rows > self.base_rows)
-
-
-def _rows(snap) -> int:
-    return sum((s.rows or 0) for s in snap.stats) if snap.stats else 0
-
-
 def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: Sequence[str],
             order: Sequence[int], metadata=None, rows: Optional[pa.Table] = None,
             rows_version: Optional[int] = None):
@@ -144,3 +99,4 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
         return None
     after = store.snapshot(path, store.version(path))
     return MapLayout(len(after.files), data.num_rows, 0, 0), snap.version, after.version, data
+

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ..errors import TableNotFound, ViewletError
-from .state.graph import upstream_version
-from .spark.io import spark_schema
+from ...errors import TableNotFound, ViewletError
+from ..spark.io import spark_schema
+from ..state.graph import upstream_version
+
 
 FULL = "REFRESH INCREMENTAL VIEW {view} FULL (rebuilds the view from the tables' current data)"
 

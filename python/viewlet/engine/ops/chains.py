@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
-from .runtime import faults
-from .state.graph import upstream_names, upstream_order
+from ..runtime import faults
+from ..state.graph import upstream_names, upstream_order
+
 
 
 
@@ -41,23 +42,21 @@ def bring_up(ctx, names: Iterable[str], extra_locations: Iterable[str] = (),
              max_commits: Optional[int] = None) -> Dict[str, int]:
     """Refresh the views `names` and their upstream views, in dependency order, to common
     base-table versions; those versions (location -> version)."""
-    from . import views as views_mod
     order = upstream_order(ctx, names)
     until = targets(ctx, [ctx.load(n) for n in order], extra_locations, max_commits)
     for name in order:
-        views_mod.refresh_view(ctx, name, max_commits, until=until)
+        ctx.refresh_view(name, max_commits, until=until)
     return until
 
 
 def refresh_chain(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
     """REFRESH of a view that reads other views: its upstream views first (dependency
     order), then its own batch, all to the same base-table versions."""
-    from . import views as views_mod
     view = ctx.load(name)
     own = [t.id for t in view.compiled.spec.tables.values() if not t.view]
     uppers = upstream_order(ctx, upstream_names(view.spec))
     until = targets(ctx, [ctx.load(n) for n in uppers] + [view], own, max_commits)
     for up in uppers:
-        views_mod.refresh_view(ctx, up, max_commits, until=until)
+        ctx.refresh_view(up, max_commits, until=until)
     faults.point("chain.upstreams_refreshed")
-    return views_mod.refresh_view(ctx, name, max_commits, until=until)
+    return ctx.refresh_view(name, max_commits, until=until)

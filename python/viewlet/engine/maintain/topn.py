@@ -4,7 +4,7 @@ The inner query (the view without ORDER BY / LIMIT) is maintained as any view: i
 maps. Next to them the view keeps its *ordered table*: the first `capacity` rows of the inner
 query in the view's order (the wanted offset + limit rows plus slack), and the result table
 holds rows offset .. offset + limit of it. A batch produces the new rows of the groups it
-touched (views.py `_result_source`); here they replace those groups' rows in the ordered
+touched (views.py `result_source`); here they replace those groups' rows in the ordered
 table:
 
   kept     the ordered rows of untouched groups (still the first rows of the untouched ones)
@@ -28,13 +28,18 @@ from typing import Dict, List, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..plan.lower import q
-from ..frontend.ordering import TopN
+from ...frontend.ordering import TopN
+from ...plan.lower import q
+from ..batch.result_sql import result_sql
+from ..runtime import faults
+from ..runtime.progress import Progress
+from ..state.layout import result_types
+from ..state.manifest import BatchRecord, ORDERED
+from ..state.view import LoadedView
+from .grouped import OP, result_arrow_schema, state_rows, whole_state
 
 #: slack rows kept beyond offset + limit: at least this many (or offset + limit), at most the cap
 SLACK_MIN, SLACK_MAX = 16, 1000
-#: MERGE source operation column (views.py)
-OP = "__viewlet_op"
 _ORIGIN = "__viewlet_origin"
 STATS = "ordered"
 
@@ -172,3 +177,41 @@ def stats_of(previous: Dict) -> Dict:
 
 __all__ = ["capacity", "sort_keys", "identity_columns", "sort_rows", "first_rows", "maintain",
            "visible", "prefilter_sql", "stats_of", "STATS"]
+
+
+def apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Table, stats: Dict,
+                   txn, meta, progress: Progress):
+    """A top-N view's batch: the touched groups' rows (`source`, the MERGE source a view
+    without ORDER BY applies) replace theirs in the ordered table, recomputed from the whole
+    state only when deletes leave it short; the ordered and result tables are rewritten
+    when they changed (engine/ordered.py)."""
+    ctx, top, layout = view.ctx, view.top_n, view.spec["result"]
+    keys = sort_keys(top, layout)
+    version = record.map_versions[ORDERED]
+    cached = view.compiled.cache.get(ORDERED)
+    old = cached[1] if cached is not None and cached[0] == version else \
+        sort_rows(ctx.store.read_arrow(view.ordered_path, version), keys)
+    old = old.select(source.schema.names[:-1]).cast(result_arrow_schema(view, result_sql(view)[1]))
+    previous = stats[STATS]
+    table, complete, short = maintain(old, previous.get("complete", False), source, top,
+                                              keys, identity_columns(layout))
+    if short:
+        progress.step("recomputing the ordered rows from the view state")
+        state, multisets = whole_state(view, record, deltas)
+        local = stats.get("engine") == "local"
+        rows = state_rows(view, state, multisets, local, progress, None if local else
+                           prefilter_sql("SELECT * FROM {d}", top, keys, result_types(
+                               layout, view.spec["maps"], view.compiled)))
+        table, complete = first_rows(rows, top, keys)
+    stats[STATS] = {"complete": complete, "rows": table.num_rows, "recomputed": short}
+    if table.equals(old):
+        return
+    progress.step("writing the ordered rows")
+    ctx.store.overwrite(view.ordered_path, table, txn=txn, metadata=meta)
+    shown, before = visible(table, top), visible(old, top)
+    if not shown.equals(before):
+        progress.step("writing the result table")
+        ctx.store.overwrite(view.result_path, shown, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
+        stats["result_rows_changed"] = shown.num_rows
+    view.compiled.cache[ORDERED] = (ctx.store.version(view.ordered_path), table)

@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import Dict, Optional
 
+from ..state.history import record_failure
+from .refresh import refresh_view
+
 log = logging.getLogger("viewlet")
 DEFAULT_EVERY = 10.0
 DEFAULT_MAX_COMMITS = 10
@@ -144,11 +147,9 @@ class ContinuousRefresh:
                 self._cv.wait(max(0.0, min(POLL, next_due - time.monotonic())))
 
     def _run_one(self, name: str, st: ViewStatus):
-        from . import views
         try:
-            result = views.refresh_view(self.ctx, name, self.max_commits)
+            result = refresh_view(self.ctx, name, self.max_commits)
         except Exception as e:  # noqa: BLE001 - recorded, shown by SHOW/DESCRIBE/HISTORY, retried
-            from .state.history import record_failure
             record_failure(self.ctx, name, e)
             message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             with self._cv:

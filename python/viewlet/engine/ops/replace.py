@@ -21,10 +21,11 @@ import logging
 import time
 from typing import Dict, Optional
 
-from ..errors import ViewletError
-from . import rebuild, views
-from .state import graph
-from .state.kept import Kept, KeptMap
+from ...errors import ViewletError
+from ..state.graph import downstream_order
+from ..state.kept import Kept, KeptMap
+from .rebuild import rebuild_one, rebuild_view
+from .refresh import refresh_view
 
 log = logging.getLogger("viewlet")
 
@@ -37,16 +38,16 @@ def replace_view(ctx, name: str, sql: str, settings: Dict, consent: Optional[boo
     definition = (sql, settings, consent)
     keep, why_not = _keepable(ctx, old.name)
     if keep is None:
-        r = rebuild.rebuild_view(ctx, old.name, reason=f"replaced with a new query ({why_not})",
+        r = rebuild_view(ctx, old.name, reason=f"replaced with a new query ({why_not})",
                                  definition=definition)
         maps = len(ctx.catalog.find(old.name, "view").spec["maps"])
         return {"view": old.name, "status": f"replaced: rebuilt, no map kept ({why_not})",
                 "maps": maps, "rows": r["rows_changed"], "seconds": round(time.perf_counter() - t0, 3)}
     old = ctx.catalog.find(name, "view")             # as the refresh left it
-    downstream = graph.downstream_order(ctx, old.name)
-    created = rebuild.rebuild_one(ctx, old, "replaced with a new query", definition, keep)
+    downstream = downstream_order(ctx, old.name)
+    created = rebuild_one(ctx, old, "replaced with a new query", definition, keep)
     for dependent in downstream:
-        rebuild.rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
+        rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
                             f"its upstream view {old.name} was replaced")
     dropped = len(old.spec["maps"]) - created["kept"]
     status = (f"replaced: {created['kept']} map(s) kept, {created['loaded']} loaded, "
@@ -63,7 +64,7 @@ def _keepable(ctx, name: str):
         view = ctx.load(name)
         if view.compiled.stored is None:
             return None, "the view was created before programs were stored"
-        views.refresh_view(ctx, name)
+        refresh_view(ctx, name)
     except ViewletError as e:
         log.warning("View %s: no map kept: %s", name, e)
         return None, f"it could not be brought up to date: {e.message}"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from typing import Dict, Optional, Tuple
 
-from ..errors import ViewNotFound
-from . import views
-from .state import graph
-from .state.kept import Kept, released_paths
+from ...errors import ViewNotFound
+from ..state.graph import downstream_order
+from ..state.kept import Kept, released_paths
+from .create import create_view
 
 # Entry settings that are not part of the compiled definition and survive a rebuild.
 KEPT_SETTINGS = ("refresh", "map_writes", "engine", "enable_change_data_feed", "catalog_name")
@@ -33,7 +33,7 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
     if old is None:
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
-    downstream = graph.downstream_order(ctx, old.name)
+    downstream = downstream_order(ctx, old.name)
     created = rebuild_one(ctx, old, reason, definition)
     for dependent in downstream:
         rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
@@ -58,7 +58,7 @@ def rebuild_one(ctx, old, reason: str, definition=None, keep: Optional[Kept] = N
             kept["engine"] = settings["engine"]
         if consent is not None:
             kept["enable_change_data_feed"] = consent
-    created = views.create_view(ctx, old.name, sql, depth, replacing=old, options=kept,
+    created = create_view(ctx, old.name, sql, depth, replacing=old, options=kept,
                                 caches=caches, rebuild_reason=reason, keep=keep)
     ctx.forget(old.id)
     new = ctx.catalog.find(old.name, "view")

@@ -1,0 +1,288 @@
+"""A distributed batch's writes: every map's delta and the result table's new files written
+by the executors into the table's directory (spark/files.py) and committed by the driver
+with the batch's transaction id (`TableStore.commit_files`): still one exactly-once commit
+per map per batch, reading only the files' footers on the driver.
+
+  * maps written by appending get the delta's files; `map_writes = 'merge'` rewrites the
+    files holding a key of the delta, with the delta added;
+  * the result table's touched groups are rewritten copy-on-write: the files holding a
+    touched group (found by a Spark join, only file names come back) are replaced by their
+    other rows plus the touched groups' new rows, in one commit;
+  * a map too large for the driver is compacted here, and a depth-0 view's recompute is
+    written here when its result is large.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from functools import reduce
+from typing import Dict, Optional
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, functions as F
+
+from ...errors import ConcurrentUpdate
+from ...plan.lower import q
+from ..batch.result_sql import multiset_params, result_schema, result_sql
+from ..batch.spark import batch_session, sum_by_keys
+from ..runtime import faults
+from ..spark.files import timestamps_as_micros, write_into
+from ..spark.io import snapshot_frame, union_all
+from ..state.manifest import BatchRecord, RESULT
+from .hot import COMPACTION
+from .maps import MapLayout, rows_per_file
+
+
+# -- writing the maps ---------------------------------------------------------------------
+def write_maps(view, record, totals: Dict[str, DataFrame], stats, progress) -> Dict[str, int]:
+    """Every map's delta written by the executors and committed with the batch's transaction
+    id (a map already holding it is skipped); the rows written per map."""
+    ctx = view.ctx
+    txn = (view.app_id, record.batch)
+    meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
+    t0 = time.perf_counter()
+    changed_rows: Dict[str, int] = {}
+    merging = view.spec.get("map_writes", "append") == "merge"
+    for i, (name, total) in enumerate(totals.items(), 1):
+        path = view.map_path(name)
+        ctx.hot_maps.evict(path)         # its rows change without passing the driver
+        if _holds(ctx, path, txn):
+            continue
+        progress.step(f"writing the delta of map {name} on the executors ({i}/{len(totals)})")
+        if merging:
+            rows = merge_map(view, name, total, txn, meta, record)
+        else:
+            files = write_into(ctx.store, total, path, f"b{record.batch}")
+            if not files:
+                continue
+            ctx.store.commit_files(path, files, (), txn, meta)
+            rows = sum(f.rows for f in files)
+        changed_rows[name] = rows
+        faults.point("batch.map_merged")
+    stats["map_rows_changed"] = changed_rows
+    stats["seconds"]["merge"] = time.perf_counter() - t0
+    return changed_rows
+
+
+def _holds(ctx, path, txn) -> bool:
+    done = ctx.store.txn_version(path, txn[0])
+    return done is not None and done >= txn[1]
+
+
+def merge_map(view, name: str, delta: DataFrame, txn, meta, record) -> int:
+    """`map_writes = 'merge'` on the executors: the files holding a key of the delta are
+    rewritten with the delta added (rows whose support sums to 0 dropped), one commit."""
+    schema = view.map_schema(name)
+    zero = view.compiled.program.maps[name].zero_columns()
+    path = view.map_path(name)
+    keys = delta.select(*[F.col(q(k)) for k in schema.keys]).distinct()
+    old, removed = _files_holding(view.ctx, path, record.map_versions[name], keys, schema.keys)
+    summed = sum_by_keys(union_all([old, delta]) if old is not None else delta, schema.keys,
+                         schema.values)
+    kept = summed.where(" OR ".join(f"{q(c)} <> 0" for c in zero))
+    files = write_into(view.ctx.store, kept, path, f"b{record.batch}")
+    if files or removed:
+        view.ctx.store.commit_files(path, files, removed, txn, meta,
+                                    read_version=record.map_versions[name])
+    return sum(f.rows for f in files)
+
+
+def compact_map(view, name: str, batch: int) -> Optional[MapLayout]:
+    """Rewrite map `name`'s current files as summed rows sorted by its cluster key (rows
+    with a zero support dropped), written by the executors in files of a bounded size; None
+    when a concurrent compaction won."""
+    ctx = view.ctx
+    path = view.map_path(name)
+    ctx.hot_maps.evict(path)
+    schema = view.map_schema(name)
+    zero = view.compiled.program.maps[name].zero_columns()
+    snap = ctx.store.snapshot(path, ctx.store.version(path))
+    spark = batch_session(view, sum(s.rows or 0 for s in snap.stats or ()))
+    with timestamps_as_micros(spark):
+        rows = snapshot_frame(spark, snap, schema.keys + list(schema.values))
+        summed = sum_by_keys(rows, schema.keys, schema.values) \
+            .where(" OR ".join(f"{q(c)} <> 0" for c in zero))
+        cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
+        if schema.keys:
+            summed = summed.orderBy(*[F.col(q(schema.keys[j])).asc_nulls_first() for j in cluster])
+        total = sum(s.rows or 0 for s in snap.stats or ())
+        files = write_into(ctx.store, summed, path, f"c{batch}", rows_per_file(total))
+    removed = list(ctx.store.file_paths(path, snap.version).values())
+    try:
+        ctx.store.commit_files(path, files, removed,
+                               metadata={"viewlet.view": view.name, COMPACTION: str(batch)},
+                               read_version=snap.version)
+    except ConcurrentUpdate:
+        return None
+    return MapLayout(len(files), sum(f.rows for f in files), 0, 0)
+
+
+# -- the result table ---------------------------------------------------------------------
+def write_result(view, record, spark, totals: Dict[str, DataFrame], stats, progress) -> None:
+    """The touched groups' result rows computed from their new state on the executors, and
+    the result table's files holding those groups rewritten in one commit."""
+    t0 = time.perf_counter()
+    ctx = view.ctx
+    state_name = view.spec["view_map"]
+    schema = view.map_schema(state_name)
+    multisets = multiset_params(view.compiled.spec)
+    sources = [m for m in [state_name] + list(multisets) if m in totals]
+    stats["result_rows_changed"] = 0
+    if not sources:
+        return
+    progress.step("computing the result rows of the touched groups on the executors")
+    # the touched groups: the state delta's keys and the groups of the multisets' deltas
+    group_cols = [q(k) for k in schema.keys]
+    touched_parts = []
+    for m in sources:
+        m_keys = view.map_schema(m).keys[:len(schema.keys)]
+        touched_parts.append(totals[m].selectExpr(*[
+            f"CAST({q(mk)} AS {t}) AS {q(k)}"
+            for mk, k, t in zip(m_keys, schema.keys, schema.key_types)]))
+    touched = union_all(touched_parts).distinct() if group_cols else None
+    new_state = _new_state(view, record, spark, totals.get(state_name), touched)
+    new_state = new_state.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        frames = {}
+        for m, param in multisets.items():
+            ms = view.map_schema(m)
+            group = ms.keys[:len(schema.keys)]
+            old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(m), record.map_versions[m]),
+                                 ms.keys + list(ms.values))
+            if touched is not None:
+                old = _semi(old, touched, group, schema.keys)
+            rows = [old]
+            if m in totals:
+                rows.append(totals[m].select(*old.columns))
+            frames[param] = union_all(rows)
+        rows_sql, columns = result_sql(view)
+        out_schema = result_schema(view, columns)
+        ins = spark.sql(rows_sql, s=new_state, **frames)
+        ins = ins.selectExpr(*[f"CAST({q(c)} AS {f.dataType.simpleString()}) AS {q(c)}"
+                               for c, f in zip(columns, out_schema.fields)])
+        key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
+        keys = [(c, schema.keys[key_of[c]], out_schema[c].dataType.simpleString())
+                for c in columns if c in key_of]
+        groups = new_state.selectExpr(*[f"CAST({q(sk)} AS {t}) AS {q(c)}" for c, sk, t in keys]) \
+            .distinct() if keys else None
+        stats["result_rows_changed"] = new_state.count()
+        progress.step("rewriting the result table's files of the touched groups")
+        _rewrite_result(view, record, ins, groups, [c for c, _, _ in keys])
+    finally:
+        new_state.unpersist()
+    stats["seconds"]["merge_result"] = time.perf_counter() - t0
+
+
+def _new_state(view, record, spark, delta: Optional[DataFrame], touched) -> DataFrame:
+    """Each touched group's state at batch end: its batch-start row plus its delta (a group
+    only a multiset touched has a zero delta), groups no delta touched left out."""
+    state_name = view.spec["view_map"]
+    schema = view.map_schema(state_name)
+    ctx = view.ctx
+    cols = schema.keys + list(schema.values)
+    old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(state_name),
+                                                   record.map_versions[state_name]), cols)
+    if touched is not None:             # only the touched groups' rows are shuffled
+        old = _semi(old, touched, schema.keys, schema.keys)
+    zeros = [f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema.values.items()]
+    parts = [old.selectExpr(*[q(c) for c in cols], "0 AS __viewlet_touched")]
+    if delta is not None:
+        parts.append(delta.selectExpr(*[q(c) for c in cols], "1 AS __viewlet_touched"))
+    if touched is not None:
+        parts.append(touched.selectExpr(*[q(k) for k in schema.keys], *zeros,
+                                        "1 AS __viewlet_touched"))
+    else:                               # a global aggregate: its one group is touched
+        parts.append(spark.sql(f"SELECT {', '.join(zeros)}, 1 AS __viewlet_touched"))
+    sums = [f"CAST(COALESCE(SUM({q(c)}), 0) AS {t}) AS {q(c)}" for c, t in schema.values.items()]
+    keys = ", ".join(q(k) for k in schema.keys)
+    sql = (f"SELECT {keys + ', ' if keys else ''}{', '.join(sums)} FROM {{d}}"
+           + (f" GROUP BY {keys}" if keys else "") + " HAVING MAX(__viewlet_touched) = 1")
+    return spark.sql(sql, d=union_all(parts))
+
+
+def _semi(rows: DataFrame, touched: DataFrame, columns, touched_columns) -> DataFrame:
+    """`rows` whose `columns` equal (NULL-safe) the `touched_columns` of a touched row."""
+    t = touched.toDF(*[f"__t{i}" for i in range(len(touched_columns))])
+    cond = reduce(lambda a, b: a & b, [rows[q(c)].eqNullSafe(t[f"__t{i}"])
+                                       for i, c in enumerate(columns)])
+    return rows.join(t, cond, "left_semi")
+
+
+def _rewrite_result(view, record, ins: DataFrame, groups: Optional[DataFrame], keys) -> None:
+    """Replace the result files holding a touched group by their other rows plus `ins`,
+    one commit with the batch's transaction id (a global aggregate: every file)."""
+    ctx = view.ctx
+    path = view.result_path
+    txn = (view.app_id, record.batch)
+    if _holds(ctx, path, txn):
+        return
+    version = record.map_versions[RESULT]
+    snap = ctx.store.snapshot(path, version)
+    spark = ins.sparkSession
+    by_name = {f.rsplit("/", 1)[-1]: f for f in snap.files}
+    if groups is None:
+        hit = set(by_name)
+    else:
+        rows = snapshot_frame(spark, snap, keys) if snap.files else None
+        hit = set() if rows is None else {r[0] for r in _semi(
+            rows.select("*", F.col("_metadata.file_name").alias("__viewlet_file")),
+            groups, keys, keys).select("__viewlet_file").distinct().collect()}
+    parts = [ins]
+    if hit:
+        kept = snapshot_frame(spark, replace(snap, files=tuple(by_name[n] for n in sorted(hit)),
+                                             stats=None), ins.columns)
+        if groups is not None:
+            t = groups.toDF(*[f"__t{i}" for i in range(len(keys))])
+            cond = reduce(lambda a, b: a & b, [kept[q(c)].eqNullSafe(t[f"__t{i}"])
+                                               for i, c in enumerate(keys)])
+            kept = kept.join(t, cond, "left_anti")
+            parts.insert(0, kept)
+    files = write_into(ctx.store, union_all(parts), path, f"b{record.batch}")
+    if not files and not hit:
+        return
+    paths = ctx.store.file_paths(path, version)
+    ctx.store.commit_files(path, files, [paths[n] for n in sorted(hit)], txn,
+                           {"viewlet.view": view.name, "viewlet.batch": str(record.batch)},
+                           read_version=version)
+    faults.point("batch.result_merged")
+
+
+def _files_holding(ctx, path: str, version: int, keys: DataFrame, key_columns):
+    """(the rows of the map's files that hold one of `keys`, those files' paths as their add
+    actions name them); (None, []) when no file does."""
+    snap = ctx.store.snapshot(path, version)
+    if not snap.files:
+        return None, []
+    spark = keys.sparkSession
+    by_name = {f.rsplit("/", 1)[-1]: f for f in snap.files}
+    if key_columns:
+        rows = snapshot_frame(spark, snap, key_columns) \
+            .select("*", F.col("_metadata.file_name").alias("__viewlet_file"))
+        hit = sorted({r[0] for r in _semi(rows, keys, key_columns, key_columns)
+                      .select("__viewlet_file").distinct().collect()})
+    else:
+        hit = sorted(by_name)
+    if not hit:
+        return None, []
+    old = snapshot_frame(spark, replace(snap, files=tuple(by_name[n] for n in hit), stats=None))
+    paths = ctx.store.file_paths(path, version)
+    return old, [paths[n] for n in hit]
+
+
+def recompute(view, record: BatchRecord, txn, stats: Dict, frame: DataFrame) -> None:
+    """Depth 0: the result table's files replaced by the recomputed rows, written by the
+    executors, in one commit with the batch's transaction id."""
+    ctx = view.ctx
+    t0 = time.perf_counter()
+    path = view.result_path
+    if _holds(ctx, path, txn):
+        return
+    version = ctx.store.version(path)
+    with timestamps_as_micros(frame.sparkSession):
+        files = write_into(ctx.store, frame, path, f"b{record.batch}")
+    ctx.store.commit_files(path, files, list(ctx.store.file_paths(path, version).values()), txn,
+                           {"viewlet.view": view.name, "viewlet.batch": str(record.batch)},
+                           read_version=version)
+    faults.point("batch.result_merged")
+    stats["result_rows_changed"] = sum(f.rows for f in files)
+    stats["seconds"]["recompute"] = time.perf_counter() - t0
