@@ -7,9 +7,10 @@
     spark.sql("REFRESH INCREMENTAL VIEW v")
     spark.sql("SELECT * FROM v")
 """
-from .errors import (ChangeFeedError, ConcurrentUpdate, NotEnabledError, StatementInterrupted,
-                     StoredProgramError, TableNotFound, UnsupportedSQL, ViewAlreadyExists,
-                     ViewletError, ViewletParseError, ViewNotFound)
+from .errors import (BaseTableChanged, Cancelled, ChangeFeedError, ConcurrentUpdate,
+                     NotEnabledError, StatementInterrupted, StoredProgramError, TableNotFound,
+                     UnsupportedSQL, UpstreamViewChanged, ViewAlreadyExists, ViewletError,
+                     ViewletParseError, ViewNotFound)
 from .api.session import configure_spark, context, enable, register_table
 
 __version__ = "0.1.0"
@@ -26,4 +27,5 @@ def __getattr__(name):
 __all__ = ["configure_spark", "enable", "context", "register_table", "ViewletError",
            "UnsupportedSQL", "ViewletParseError", "TableNotFound", "ViewNotFound",
            "NotEnabledError", "ViewAlreadyExists", "ChangeFeedError", "ConcurrentUpdate",
-           "StoredProgramError", "StatementInterrupted", "workloads"]
+           "StoredProgramError", "StatementInterrupted", "BaseTableChanged",
+           "UpstreamViewChanged", "Cancelled", "workloads"]

@@ -82,6 +82,28 @@ class ChangeFeedError(ViewletError):
     kind = "change_feed"
 
 
+class BaseTableChanged(ViewletError):
+    """A base table changed under a view in a way a batch cannot absorb (dropped, replaced by
+    another table at its path, its change data feed turned off, a column the view reads
+    dropped or retyped); found at REFRESH, before the batch is planned, with the remedy."""
+
+    kind = "base_table_changed"
+
+
+class UpstreamViewChanged(ViewletError):
+    """An incremental view another view reads was rebuilt or recreated since the reader was
+    created, so the reader cannot continue from it (REFRESH ... FULL rebuilds the reader)."""
+
+    kind = "base_table_changed"
+
+
+class Cancelled(ViewletError):
+    """A running statement was cancelled (Ctrl-C, or cancelling from another thread). What it
+    left is what a crash at that point leaves, which the next REFRESH repairs."""
+
+    kind = "cancelled"
+
+
 class NotEnabledError(ViewletError):
     """The session has no Viewlet: call ``viewlet.enable(spark)`` (or configure_spark)."""
 

@@ -203,7 +203,7 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
             work.batch()
             spark.sql("REFRESH INCREMENTAL VIEW interop")
         view = vl.load("interop")
-        tables = [view.result_path] + [vl.layout.map_table(view.id, m) for m in view.spec["maps"]]
+        tables = [view.result_path] + [vl.layout.map_table(view.id, m) for m in view.definition.maps]
         for path in tables:
             by_delta_spark = spark.read.format("delta").load(path)
             by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
@@ -236,7 +236,7 @@ def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_
                 assert_view_matches(spark, f"{view}_d", VIEWS[view], engine=False)
         loaded = vl.load("by_status_d")
         for path in [loaded.result_path] + [vl.layout.map_table(loaded.id, m)
-                                            for m in loaded.spec["maps"]]:
+                                            for m in loaded.definition.maps]:
             by_delta_spark = spark.read.format("delta").load(path)
             by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
             assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,

@@ -1,4 +1,4 @@
-"""The ordered table of top-N views (engine/ordered.py) without Spark: random batches replace
+"""The ordered table of top-N views (engine/maintain/topn.py) without Spark: random batches replace
 groups' rows (groups appear, change, vanish, bag rows with copies), and after each the table
 kept incrementally (recomputed from all rows only when `maintain` says it is short) equals the
 first rows of every row sorted in the view's order."""
@@ -11,13 +11,14 @@ import pyarrow as pa
 import pytest
 
 from viewlet.engine.maintain import topn as ordered
+from viewlet.engine.state.layout import Column, ResultLayout
 from viewlet.frontend.ordering import SortItem, TopN
 
 OP = ordered.OP
 SCHEMA = pa.schema([("g", pa.int64()), ("x", pa.float64()), ("d", pa.decimal128(10, 2)),
                     ("s", pa.string())])
-LAYOUT = {"columns": [{"physical": n} for n in SCHEMA.names], "hidden": [],
-          "keys": [["g", 0]]}
+LAYOUT = ResultLayout(tuple(Column(n, n, "") for n in SCHEMA.names), (("g", 0),), (),
+                      bag=False, is_global=False)
 
 
 def _row(rng, g):

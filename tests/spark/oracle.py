@@ -37,13 +37,12 @@ def assert_ran_on_test_engine(spark, view: str):
     the local target could not run is a failure unless the view uses SQL it refuses up
     front (then the batch ran on Spark, saying why)."""
     import viewlet
-    from viewlet.engine.state import settings
     ctx = viewlet.context(spark)
     if ctx.catalog.find(view, "view") is None:       # rows of a view read some other way
         return
     loaded = ctx.load(view)
     stats = loaded.manifest.last_committed().stats or {}
-    engine, wanted = stats.get("engine"), settings.setting(loaded)
+    engine, wanted = stats.get("engine"), loaded.settings.engine
     if os.environ.get("VIEWLET_TEST_SHOW_ENGINE"):
         print(f"[engine] {view}: {engine}: {stats.get('engine_reason')}")
     if engine is None or wanted == "auto":           # no batch yet, or the cost rule decides

@@ -29,12 +29,12 @@ def test_batches_read_hot_maps_and_another_writer_sends_them_back_to_delta(spark
     spark.sql(f"CREATE INCREMENTAL VIEW hm_v WITH (engine = 'local') AS {QUERY}")
     view = vl.load("hm_v")
     try:
-        hot = {m: vl.hot_maps.peek(view.map_path(m)) for m in view.spec["maps"]}
+        hot = {m: vl.hot_maps.peek(view.map_path(m)) for m in view.definition.maps}
         assert all(h is not None and h.version == 0 for h in hot.values())   # from CREATE
         for _ in range(3):
             _batch(spark, work, "hm_v", lambda: vl.refresh("hm_v"))
             assert _sources(vl, "hm_v") <= {"memory"}
-        for m in view.spec["maps"]:                 # each at its map's current version
+        for m in view.definition.maps:                 # each at its map's current version
             h = vl.hot_maps.peek(view.map_path(m))
             assert h is not None and h.version == vl.store.version(view.map_path(m))
         # Another session's context refreshes the same view: its batches move the maps on.
@@ -60,13 +60,13 @@ def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_pa
     spark.sql(f"CREATE INCREMENTAL VIEW hm_small WITH (engine = 'local') AS {QUERY}")
     view = vl.load("hm_small")
     try:
-        assert all(vl.hot_maps.peek(view.map_path(m)) is None for m in view.spec["maps"])
+        assert all(vl.hot_maps.peek(view.map_path(m)) is None for m in view.definition.maps)
         for _ in range(3):
             _batch(spark, work, "hm_small", lambda: vl.refresh("hm_small"))
             assert _sources(vl, "hm_small") <= {"delta"}
             assert vl.hot_maps.used() <= vl.hot_maps.budget
         described = {(r[0], r[1]): r[2] for r in spark.sql(
             "DESCRIBE INCREMENTAL VIEW hm_small").collect()}
-        assert all("not in memory" in described[("map", m)] for m in view.spec["maps"])
+        assert all("not in memory" in described[("map", m)] for m in view.definition.maps)
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS hm_small")

@@ -60,7 +60,7 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
     assert compactions >= 2
     assert skipped                                       # some read skipped files by key
     assert filtered                                      # and some kept only matching rows
-    for name in view.spec["maps"]:                       # files sorted by the cluster key
+    for name in view.definition.maps:                       # files sorted by the cluster key
         snap = vl.store.snapshot(view.map_path(name))
         assert all(s.rows is not None for s in snap.stats)
     spark.sql("DROP INCREMENTAL VIEW ml_compact")
@@ -122,7 +122,7 @@ def test_map_writes_merge_keeps_one_row_per_key(spark, vl, tmp_path):
         assert_view_matches(spark, "ml_merge", QUERY)
         last = view.manifest.last_committed()
         assert "layout" not in last.stats                  # nothing appended to compact
-        for name in view.spec["maps"]:
+        for name in view.definition.maps:
             schema = view.map_schema(name)
             rows = vl.store.read_arrow(view.map_path(name))
             keys = rows.group_by(list(schema.keys), use_threads=False).aggregate([])

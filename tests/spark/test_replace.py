@@ -22,7 +22,7 @@ def _maps(vl, view):
     """{map name: (its table, its Delta version)} of the view as the catalog has it."""
     loaded = vl.load(view)
     return {m: (loaded.map_path(m), vl.store.version(loaded.map_path(m)))
-            for m in loaded.spec["maps"]}
+            for m in loaded.definition.maps}
 
 
 @pytest.mark.parametrize("statement", ["CREATE OR REPLACE INCREMENTAL VIEW {v} AS {q}",

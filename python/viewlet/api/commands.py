@@ -8,6 +8,9 @@ from ..errors import ViewletError
 from .explain import depth_text, describe_rows, explain_execution, explain_program
 from ..engine.state.catalog import Entry
 from ..engine.state.history import history_rows
+from ..engine.ops.rebuild import NewDefinition
+from ..engine.ops.replace import replace_view
+from ..engine.ops.results import Created
 from ..engine.state.settings import interval_text
 
 # Options of CREATE that make a view's definition (CREATE OR REFRESH compares them).
@@ -36,8 +39,8 @@ def run(ctx, st: Statement) -> List[Sequence]:
             tables = ", ".join(t.display + (" (incremental view)" if t.view else "")
                                for t in view.compiled.spec.tables.values())
             mode, error = _refresh_state(ctx, e)
-            rows.append((e.name, depth_text(e.spec["depth"]), tables, last.batch, e.spec["sql"],
-                         mode, error))
+            rows.append((e.name, depth_text(e.definition.depth), tables, last.batch,
+                         e.definition.sql, mode, error))
         return rows
     elif st.kind == "describe":
         return view_description(ctx, ctx.load(st.name))
@@ -53,7 +56,7 @@ def run(ctx, st: Statement) -> List[Sequence]:
 def explain_rows(view) -> List[Sequence]:
     """EXPLAIN's rows: one per line (as `.show()` and the shell print them), the trigger
     program, a blank line, then where batches run."""
-    text = explain_program(view.name, view.spec["sql"], view.compiled.program,
+    text = explain_program(view.name, view.definition.sql, view.compiled.program,
                            view.compiled.spec) + "\n\n" + \
         explain_execution(view)
     return [(line,) for line in text.split("\n")]
@@ -86,29 +89,31 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
     wanted = {"depth": st.options.get("depth"), "caches": st.options.get("caches", False),
               "map_writes": st.options.get("map_writes", "append"),
               "engine": st.options.get("engine")}
-    have = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),
-            "map_writes": entry.spec.get("map_writes", "append"), "engine": entry.spec.get("engine")}
-    if " ".join(st.query.split()) == " ".join(entry.spec["sql"].split()) and wanted == have:
+    definition = entry.definition
+    if " ".join(st.query.split()) == " ".join(definition.sql.split()) and \
+            wanted == _settings_of(definition):
         r = ctx.refresh(entry.name)
-        return {"view": entry.name, "status": r["status"], "maps": len(entry.spec["maps"]),
-                "rows": r["rows_changed"], "seconds": r["seconds"]}
+        return Created(entry.name, r.status, len(definition.maps), r.rows_changed, r.seconds)
     return _replace(ctx, entry, st)
+
+
+def _settings_of(definition) -> dict:
+    return {"depth": definition.depth, "caches": bool(definition.caches),
+            "map_writes": definition.map_writes or "append", "engine": definition.engine}
 
 
 def _replace(ctx, entry: Entry, st: Statement):
     """A new definition of an existing view: the maps it still needs are kept
-    (engine/replace.py). ALTER ... AS keeps the view's settings where it names none."""
-    from ..engine.ops.replace import replace_view
+    (engine/ops/replace.py). ALTER ... AS keeps the view's settings where it names none."""
     given = {k: st.options[k] for k in DEFINITION_OPTIONS if k in st.options}
     if st.must_exist:
-        settings = {"depth": entry.spec.get("depth"), "caches": entry.spec.get("caches", False),
-                    "map_writes": entry.spec.get("map_writes", "append"),
-                    "engine": entry.spec.get("engine")}
+        settings = _settings_of(entry.definition)
     else:
         settings = {"depth": None, "caches": False, "map_writes": "append", "engine": None}
     settings.update(given)
-    return replace_view(ctx, entry.name, st.query, settings,
-                        st.options.get("enable_change_data_feed"))
+    return replace_view(ctx, entry.name, NewDefinition(
+        st.query, settings["depth"], settings["caches"], settings["map_writes"],
+        settings["engine"], st.options.get("enable_change_data_feed")))
 
 
 def _alter(ctx, st: Statement):
@@ -119,11 +124,11 @@ def _alter(ctx, st: Statement):
         entry = ctx.catalog.find(st.name, "view")
         if entry is None:
             ctx.load(st.name)                   # raises the usual 'does not exist' error
-        scheduled = entry.spec.get("refresh") is not None
+        scheduled = entry.definition.refresh is not None
         if action == "add" and scheduled:
             raise ViewletError(f"Incremental view '{entry.name}' already has a schedule "
-                               f"({interval_text(entry.spec['refresh'])}): use ALTER SCHEDULE to "
-                               "change it.")
+                               f"({interval_text(entry.definition.refresh)}): use ALTER SCHEDULE "
+                               "to change it.")
         if action in ("alter", "drop") and not scheduled:
             raise ViewletError(f"Incremental view '{entry.name}' has no schedule: use ADD "
                                "SCHEDULE to give it one.")
@@ -135,8 +140,8 @@ def _set_refresh(ctx, name, every):
     entry = ctx.catalog.find(name, "view")
     if entry is None:
         ctx.load(name)                     # raises the usual 'does not exist' error
-    spec = dict(entry.spec, refresh=every)
-    ctx.catalog.replace(entry, Entry(entry.id, entry.kind, entry.name, entry.location, spec))
+    ctx.catalog.replace(entry, Entry.of_view(entry.id, entry.name, entry.location,
+                                             entry.definition.with_refresh(every)))
     if every is None:
         ctx.stop(entry.name)
     else:
@@ -146,10 +151,9 @@ def _set_refresh(ctx, name, every):
 
 
 def _refresh_state(ctx, entry):
-    mode = interval_text(entry.spec.get("refresh"))
-    running = ctx._continuous is not None and ctx._continuous.running(entry.name)
-    status = ctx._continuous.status.get(entry.name.lower()) if running else None
-    if running:
+    mode = interval_text(entry.definition.refresh)
+    status = ctx.refresh_status(entry.name)
+    if status is not None:
         mode += f" (running in this session, {status.batches} batch(es))"
     return mode, status.last_error if status else None
 
@@ -173,7 +177,7 @@ def title(st: Statement) -> str:
 
 def cancelled_message(ctx, st: Statement, reason) -> str:
     """What a cancelled statement left: the same as a crash at that point, which the next
-    REFRESH repairs (engine/cancel.py)."""
+    REFRESH repairs (engine/runtime/cancel.py)."""
     head = f"{title(st)} was cancelled ({reason or 'cancelled'})."
     if st.kind == "create":
         return f"{head} Nothing was created."

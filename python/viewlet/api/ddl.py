@@ -27,8 +27,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import ViewletParseError
 from ..frontend.lexical import PLAIN_NAME, SPARK_RESERVED, strip_comments
 from ..engine.state.history import COLUMNS as HISTORY_COLUMNS
-from ..engine.maintain.maps import MAP_WRITES
-from ..engine.state.settings import ENGINES
+from ..engine.state.settings import ENGINES, MAP_WRITES
 from ..engine.state.settings import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {

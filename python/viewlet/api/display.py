@@ -94,7 +94,7 @@ class Explanation:
     @classmethod
     def of(cls, view) -> "Explanation":
         """From a loaded view (``Viewlet.load``)."""
-        out = cls(view.name, view.spec["sql"], view.compiled.program, view.compiled.spec)
+        out = cls(view.name, view.definition.sql, view.compiled.program, view.compiled.spec)
         out.execution = explain_execution(view)
         return out
 

@@ -6,7 +6,14 @@ from typing import List, Tuple
 
 from ..calculus.printer import show
 from ..compiler.program import Program
+from ..engine.batch import policy
+from ..engine.maintain.topn import capacity
+from ..engine.maintain.window import describe
+from ..engine.state.graph import dependents
+from ..engine.state.settings import MEMORY_CONF, size_text
+from ..engine.state.stats import OrderedStats
 from ..errors import ViewletError
+from ..plan.lower import SUB_PREFIX
 
 
 def depth_text(depth) -> str:
@@ -53,12 +60,10 @@ def result_lines(spec, depth) -> List[str]:
     """How the result table follows from the view state beyond its groups' rows."""
     lines: List[str] = []
     if spec.window is not None:
-        from ..engine.maintain.window import describe
         lines += describe(spec, depth)
     top = spec.top_n
     if top is None:
         return lines
-    from ..engine.maintain.topn import capacity
     names = [o.name for o in spec.outputs]
     lines += ["", "Result (ORDER BY / LIMIT):",
              f"  top-N: {top.text(names)}; rows tied on the ORDER BY keys are ordered by every "
@@ -78,28 +83,9 @@ def result_lines(spec, depth) -> List[str]:
 
 
 def explain_execution(view) -> str:
-    """EXPLAIN's second part: where batches run (engine/targets.py) and the batch plan
+    """EXPLAIN's second part: where batches run (engine/batch/policy.py) and the batch plan
     every target evaluates, for a batch that changes every relation."""
-    from ..engine.batch import policy
-    from ..engine.state import settings
-    from ..plan.lower import SUB_PREFIX
-    mode = settings.setting(view)
-    source = "view option engine" if view.spec.get("engine") else \
-        f"session setting {settings.ENGINE_CONF}" if mode != settings.AUTO else "default"
-    blocker = policy.local_blocker(view)
-    lines = ["Execution (one plan, two targets: local = DuckDB in the driver, spark = Spark):",
-             f"  engine: {mode} ({source})",
-             "  local target: " + (f"cannot run this view: {blocker}" if blocker else
-                                   "can run this view (Spark's types, rounding and NULLs)")]
-    if mode == settings.AUTO and not blocker:
-        lines.append(f"  rule: a batch runs locally when it reads at most {settings.max_rows(view):,} "
-                     f"rows ({settings.MAX_ROWS_CONF}): its changes, the maps and base tables it "
-                     "reads whole and the files its lookups may read; otherwise on Spark")
-    if blocker is None and mode != settings.SPARK:
-        lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
-                     "mode) runs again on Spark")
-        lines.append(f"  hot maps: up to {_size(view.ctx.hot_maps.budget)} of maps kept in memory "
-                     f"({settings.MEMORY_CONF}), checked against their Delta versions")
+    lines = policy.explain(view)
     if view.compiled.depth == 0:
         return "\n".join(lines)
     relations = tuple(view.compiled.program.relations())
@@ -130,13 +116,6 @@ def _leaf_text(view, leaf) -> str:
     return f"map {leaf.name} by key {', '.join(keys[j] for j, _ in leaf.detail)}"
 
 
-def _size(n: int) -> str:
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def _loop_vars(stmt) -> List[str]:
     """Target keys the batch does not bind: they range over map entries (a join)."""
     from ..calculus.ir import DeltaRel, Domain
@@ -151,21 +130,21 @@ def _loop_vars(stmt) -> List[str]:
 def describe_rows(view) -> List[Tuple[str, str, str]]:
     ctx = view.ctx
     rows = [("view", "name", view.name), ("view", "id", view.id),
-            ("view", "query", view.spec["sql"]), ("view", "depth", depth_text(view.spec["depth"])),
-            ("view", "map writes", view.spec.get("map_writes", "append")),
+            ("view", "query", view.definition.sql),
+            ("view", "depth", depth_text(view.definition.depth)),
+            ("view", "map writes", view.settings.map_writes),
             ("view", "location", view.entry.location),
-            ("view", "result columns", ", ".join(f"{c['name']} {c['type']}"
-                                                 for c in view.spec["result"]["columns"]))]
+            ("view", "result columns", ", ".join(f"{c.name} {c.type}"
+                                                 for c in view.definition.result.columns))]
     records = view.manifest.records()
     last = [r for r in records if r.phase == "committed"][-1]
     top = view.top_n
     if top is not None:
-        from ..engine.maintain.topn import STATS
-        kept = (last.stats or {}).get(STATS) or {}
+        kept = last.batch_stats.ordered or OrderedStats()
         names = [o.name for o in view.compiled.spec.outputs]
         rows.append(("view", "order", f"{top.text(names)}; the ordered table holds "
-                                      f"{kept.get('rows', '?')} row(s)"
-                                      f"{', every row of the query' if kept.get('complete') else ''}"
+                                      f"{'?' if kept.rows is None else kept.rows} row(s)"
+                                      f"{', every row of the query' if kept.complete else ''}"
                                       f", location {view.ordered_path}"))
     for rel, table in view.compiled.spec.tables.items():
         try:
@@ -180,33 +159,31 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
         rows.append(("table", table.display,
                      f"watermark version {last.watermarks[rel]}, table at version {current}, "
                      f"location {table.id}"))
-    from ..engine.state.graph import dependents
     rows += [("downstream view", name, "reads this view; DROP it first to drop this view")
              for name in dependents(ctx, view.name)]
-    from ..engine.batch import policy
-    from ..engine.state import settings
     blocker = policy.local_blocker(view)
-    rows.append(("execution", "engine", settings.setting(view)))
+    rows.append(("execution", "engine", view.settings.engine))
     rows.append(("execution", "local target", f"cannot run this view: {blocker}" if blocker
                  else "can run this view"))
     in_memory = 0
     for name, m in view.compiled.program.maps.items():
         snap = ctx.store.snapshot(view.map_path(name))
         hot = ctx.hot_maps.peek(view.map_path(name))
-        memory = f"in memory ({_size(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \
+        memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \
             if hot is not None else "not in memory"
         in_memory += hot.nbytes if hot is not None else 0
         rows.append(("map", name, f"keys [{', '.join(m.keys)}], level {m.level}, "
                                   f"version {snap.version}, {len(snap.files)} file(s), {memory}"))
-    rows.append(("memory", "hot maps", f"{_size(in_memory)} of this view's maps in driver memory; "
-                                       f"{_size(ctx.hot_maps.used())} of "
-                                       f"{_size(ctx.hot_maps.budget)} used by all views "
-                                       f"({settings.MEMORY_CONF})"))
+    rows.append(("memory", "hot maps", f"{size_text(in_memory)} of this view's maps in driver "
+                                       f"memory; {size_text(ctx.hot_maps.used())} of "
+                                       f"{size_text(ctx.hot_maps.budget)} used by all views "
+                                       f"({MEMORY_CONF})"))
     rows.append(("last batch", "batch", str(last.batch)))
     rows.append(("last batch", "at", str(last.at)))
     if last.batch:
-        rows.append(("last batch", "engine", f"{last.stats.get('engine') or 'spark'}: "
-                                             f"{last.stats.get('engine_reason') or 'before local batches'}"))
+        stats = last.batch_stats
+        rows.append(("last batch", "engine", f"{stats.engine or 'spark'}: "
+                                             f"{stats.engine_reason or 'before local batches'}"))
     rows.append(("last batch", "stats", json.dumps(last.stats, default=str)))
     if records[-1].phase == "planned":
         rows.append(("last batch", "interrupted", f"batch {records[-1].batch} will be re-run "

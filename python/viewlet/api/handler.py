@@ -12,7 +12,7 @@ import logging
 import traceback
 
 from . import commands, ddl, interrupts, relations
-from ..errors import ViewletError, ViewletParseError
+from ..errors import Cancelled, ViewletError, ViewletParseError
 from ..engine.runtime import cancel
 from ..frontend import syntax
 
@@ -101,7 +101,7 @@ class ViewletHandler:
             log.debug("statement cancelled", exc_info=True)
             if interrupts.cancelled_by_ctrl_c(token):   # nested in spark.sql on this thread
                 interrupts.interrupt_call(token.message)
-            return _error(cancel.Cancelled(token.message), text)
+            return _error(Cancelled(token.message), text)
 
     def cancelAll(self):  # noqa: N802 - Java interface name
         """Ctrl-C in the spark-sql shell (io.viewlet.spark.ShellInterrupt): cancel every

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from ..errors import ViewletError, ViewletParseError
-from ..engine.spark import catalog_views
+from ..engine.state.settings import Settings
 
 DESCRIBE_COLUMNS = [("col_name", "string"), ("data_type", "string"), ("comment", "string")]
 #: DESCRIBE HISTORY's columns, as delta-spark gives them (job, notebook: NULL here)
@@ -131,7 +131,7 @@ def _in_catalog(ctx, entry) -> bool:
 
 def _table_location(ctx, parts: Sequence[str]) -> Optional[str]:
     """A base table Viewlet resolves itself (no delta-spark): delta.`path` or registered."""
-    if catalog_views.has_delta_spark(ctx.spark):
+    if Settings(ctx.spark).delta_catalog:
         return None
     from ..engine.state.warehouse import normalize_location
     if len(parts) == 2 and parts[0].lower() == "delta":
@@ -189,7 +189,7 @@ def _describe(ctx, st: TableStatement, view, location: str) -> List[Sequence]:
     from ..engine.spark.io import spark_schema
     if view is not None:
         loaded = ctx.load(view.name)
-        columns = [(c["name"], c["type"]) for c in loaded.spec["result"]["columns"]]
+        columns = [(c.name, c.type) for c in loaded.definition.result.columns]
     else:
         columns = [(f.name, f.dataType.simpleString())
                    for f in spark_schema(ctx.store.snapshot(location).schema).fields]
@@ -201,7 +201,7 @@ def _describe(ctx, st: TableStatement, view, location: str) -> List[Sequence]:
     rows += [("", "", ""), ("# Detailed Table Information", "", "")]
     if view is not None:
         rows += [("Name", view.name, ""), ("Type", "INCREMENTAL VIEW", ""),
-                 ("View Text", ctx.load(view.name).spec["sql"], "")]
+                 ("View Text", ctx.load(view.name).definition.sql, "")]
     else:
         rows += [("Name", ".".join(st.parts), ""), ("Type", "EXTERNAL", "")]
     rows += [("Provider", "delta", ""), ("Location", location, ""),

@@ -16,24 +16,23 @@ from ..plan.lower import q
 from ..storage.base import TableStore
 from .local.executor import LocalEngine
 from .local.hotmaps import HotMaps
-from .maintain.maps import MAP_WRITES
 from .ops.continuous import ContinuousRefresh
 from .ops.create import create_view
 from .ops.drop import drop_view
 from .ops.rebuild import rebuild_view
 from .ops.refresh import refresh_view
+from .ops.results import Created, Dropped, Refreshed, Registered
 from .runtime import cancel
 from .spark.io import read_table
 from .state.catalog import Catalog, Entry, validate_name
 from .state.history import record_failure
 from .state.program import CompiledView, load_definition
-from .state.settings import ENGINES, memory_budget
+from .state.settings import ENGINES, MAP_WRITES, Settings, ViewOptions
 from .state.tables import LiveResolver
-from .state.view import LoadedView
+from .state.view import LoadedView, Resident
 from .state.warehouse import WarehouseLayout, normalize_location
 
 log = logging.getLogger("viewlet")
-ENABLE_CHANGE_FEED_CONF = "spark.viewlet.enableChangeDataFeed"
 
 
 class EngineContext:
@@ -46,23 +45,23 @@ class EngineContext:
             self.store.own(prefix)
         self.catalog = Catalog(self.store, self.layout)
         self._auto_enable_change_feed = auto_enable_change_feed
-        # view id -> (the stored program's fingerprint, its compiled form): a view whose
-        # query is replaced keeps its id, and its new program replaces the old one here
-        self._compiled: Dict[str, tuple] = {}
+        # view id -> what this process keeps of the view (its compiled program, what is
+        # derived from it, what its batches leave), while its stored program is the same
+        self._resident: Dict[str, Resident] = {}
         self._continuous = None
         self._local_engine = None
         self._hot_maps = None
 
     @property
     def hot_maps(self):
-        """Maps hot in memory (engine/local/hotmaps.py), within spark.viewlet.local.memory."""
+        """Maps hot in memory (local/hotmaps.py), within spark.viewlet.local.memory."""
         if self._hot_maps is None:
-            self._hot_maps = HotMaps(memory_budget(self.spark))
+            self._hot_maps = HotMaps(Settings(self.spark).memory_budget)
         return self._hot_maps
 
     @property
     def local_engine(self):
-        """The local target's engine (engine/targets.py), started on first use."""
+        """The local target's engine (batch/local.py), started on first use."""
         if self._local_engine is None:
             self._local_engine = LocalEngine()
         return self._local_engine
@@ -74,8 +73,7 @@ class EngineContext:
         (True / False), else the session's spark.viewlet.enableChangeDataFeed (default off)."""
         if self._auto_enable_change_feed is not None:
             return self._auto_enable_change_feed
-        value = self.spark.conf.get(ENABLE_CHANGE_FEED_CONF, "false") or "false"
-        return value.strip().lower() == "true"
+        return Settings(self.spark).auto_enable_change_feed
 
     @auto_enable_change_feed.setter
     def auto_enable_change_feed(self, value: Optional[bool]):
@@ -93,7 +91,7 @@ class EngineContext:
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
-                    enable_change_data_feed: Optional[bool] = None) -> Dict:
+                    enable_change_data_feed: Optional[bool] = None) -> Created:
         """CREATE INCREMENTAL VIEW from Python: compile, load the maps, publish the view.
 
         Args:
@@ -105,9 +103,9 @@ class EngineContext:
             caches: keep inequality-correlated nested queries as view caches
                 (compiler/caches.py).
             map_writes: how a batch writes its map deltas, 'append' (appended and compacted
-                now and then) or 'merge' (one MERGE per map; engine/maps.py).
+                now and then) or 'merge' (one MERGE per map; maintain/maps.py).
             engine: where batches run, 'auto', 'local', 'spark' or 'distributed'
-                (engine/targets.py); None: the session's spark.viewlet.engine, else auto.
+                (batch/policy.py); None: the session's spark.viewlet.engine, else auto.
             enable_change_data_feed: True lets CREATE turn on base tables' change data
                 feeds; None: `auto_enable_change_feed`.
 
@@ -125,16 +123,14 @@ class EngineContext:
             raise ViewletError(f"map_writes must be one of {', '.join(MAP_WRITES)}, not {map_writes!r}")
         if engine is not None and engine not in ENGINES:
             raise ViewletError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-        options = {"map_writes": map_writes}
-        if engine is not None:
-            options["engine"] = engine
-        if enable_change_data_feed is not None:
-            options["enable_change_data_feed"] = bool(enable_change_data_feed)
+        options = ViewOptions(engine, map_writes, None if enable_change_data_feed is None
+                              else bool(enable_change_data_feed))
         return create_view(self, name, sql, depth, if_not_exists, caches=caches,
-                                 options=options)
+                           options=options)
 
     @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
-    def refresh(self, name: str, full: bool = False, max_commits: Optional[int] = None) -> Dict:
+    def refresh(self, name: str, full: bool = False,
+                max_commits: Optional[int] = None) -> Refreshed:
         """REFRESH INCREMENTAL VIEW: apply the base tables' commits since the last batch as
         one batch, exactly once (`full`: rebuild from the base tables).
 
@@ -162,7 +158,7 @@ class EngineContext:
             record_failure(self, name, e)
             raise
 
-    # -- continuous mode (engine/continuous.py) -------------------------------------------
+    # -- continuous mode (ops/continuous.py) ----------------------------------------------
     @property
     def continuous(self):
         if self._continuous is None:
@@ -174,18 +170,26 @@ class EngineContext:
         """Refresh `name` (None: every view with a refresh interval) in the background."""
         self.continuous.start(name, every, max_commits)
 
+    def refresh_status(self, name: str):
+        """The background refresh of `name` running in this session (its batches, its last
+        error), or None (ops/continuous.py)."""
+        refresher = self._continuous
+        if refresher is None or not refresher.running(name):
+            return None
+        return refresher.status.get(name.lower())
+
     def stop(self, name: Optional[str] = None, timeout: Optional[float] = None):
         """Stop background refreshes (None: all; waits for the batch in flight)."""
         if self._continuous is not None:
             self._continuous.stop(name, timeout)
 
     def refresh_view(self, name: str, max_commits: Optional[int] = None,
-                     until: Optional[Dict[str, int]] = None) -> Dict:
+                     until: Optional[Dict[str, int]] = None) -> Refreshed:
         """One view's REFRESH as a step of another statement: each view a CREATE or a chain
         refresh brings to common base-table versions (ops/chains.py)."""
         return refresh_view(self, name, max_commits, until)
 
-    def drop_view(self, name: str, if_exists: bool = False) -> Dict:
+    def drop_view(self, name: str, if_exists: bool = False) -> Dropped:
         """DROP INCREMENTAL VIEW: the view, its maps and its catalog entry.
 
         Raises:
@@ -198,7 +202,7 @@ class EngineContext:
         """The names of the warehouse's incremental views."""
         return [e.name for e in self.catalog.entries("view")]
 
-    def load(self, name: str) -> "LoadedView":
+    def load(self, name: str) -> LoadedView:
         """The view's catalog entry, compiled program and manifest (batches, history).
 
         Raises:
@@ -209,25 +213,28 @@ class EngineContext:
             raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                                "lists the views of this warehouse.")
         key = _compiled_key(entry)
-        if self._compiled.get(entry.id, (None,))[0] != key:
-            self._compiled[entry.id] = (key, load_compiled(self, entry))
-        return LoadedView(self, entry, self._compiled[entry.id][1])
+        resident = self._resident.get(entry.id)
+        if resident is None or resident.key != key:
+            compiled = load_definition(entry.definition, quote_identifier(entry.name))
+            resident = self._resident[entry.id] = Resident(compiled, key)
+        return LoadedView(self, entry, resident)
 
     def remember(self, entry: Entry, compiled: CompiledView):
-        self._compiled[entry.id] = (_compiled_key(entry), compiled)
+        """The view just created (its compiled program needs no load)."""
+        self._resident[entry.id] = Resident(compiled, _compiled_key(entry))
 
     def forget(self, view_id: str):
-        self._compiled.pop(view_id, None)
+        self._resident.pop(view_id, None)
 
     def read_view(self, name: str, version: Optional[int] = None) -> DataFrame:
         """The view's rows (its result table, output columns under their SQL names)."""
         view = self.load(name)
         df = read_table(self.spark, self.store, view.result_path, version)
-        cols = view.spec["result"]["columns"]
-        return df.selectExpr(*[f"{q(c['physical'])} AS {q(c['name'])}" for c in cols])
+        cols = view.definition.result.columns
+        return df.selectExpr(*[f"{q(c.physical)} AS {q(c.name)}" for c in cols])
 
     # -- base tables -----------------------------------------------------------------------
-    def register_table(self, name: str, path: str, replace: bool = False) -> Dict:
+    def register_table(self, name: str, path: str, replace: bool = False) -> Registered:
         validate_name(name)
         location = normalize_location(path)
         if not self.store.exists(location):
@@ -238,13 +245,13 @@ class EngineContext:
             if existing.kind == "view":
                 raise ViewletError(f"'{name}' is already an incremental view.")
             if existing.location == location:
-                return {"table": name, "location": location, "status": "registered"}
+                return Registered(name, location, "registered")
             if not replace:
                 raise ViewletError(f"Table name '{name}' is already registered for "
                                    f"{existing.location}. Pass replace=True to point it elsewhere.")
             self.catalog.remove(existing.id)
         self.catalog.add(Entry(uuid.uuid4().hex, "table", name, location, {}))
-        return {"table": name, "location": location, "status": "registered"}
+        return Registered(name, location, "registered")
 
     def resolve_relation(self, parts: List[str]) -> Optional[DataFrame]:
         """A DataFrame for a table reference Spark's catalog does not know, or None."""
@@ -263,12 +270,8 @@ class EngineContext:
         return read_table(self.spark, self.store, entry.location)
 
 
-def _compiled_key(entry: Entry):
+def _compiled_key(entry: Entry) -> str:
     """What a view's compiled form follows from: its stored program (its fingerprint), or
     for a view created before programs were stored, its query."""
-    program = entry.spec.get("program")
-    return program["fingerprint"] if program else entry.spec.get("sql")
-
-
-def load_compiled(ctx, entry: Entry) -> CompiledView:
-    return load_definition(entry.spec, quote_identifier(entry.name))
+    program = entry.definition.program
+    return program.fingerprint if program else entry.definition.sql

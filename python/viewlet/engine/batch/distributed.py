@@ -1,41 +1,33 @@
-"""The distributed batch: the same plan on Spark, with nothing collected to the driver.
+"""The distributed target: the same plan on Spark, with nothing collected to the driver.
 
-The Spark target (engine/batch.py `run_spark`) computes a batch's map deltas on Spark but
-reads the changes, collects the deltas and writes every table from the driver: fine while a
-batch fits the driver, and the fastest way for small ones. A batch larger than that, an
-initial load of large tables and the compaction of a large map run here instead:
+The Spark target (batch/spark.py) computes a batch's map deltas on Spark but reads the
+changes, collects the deltas and writes every table from the driver: fine while a batch
+fits the driver, and the fastest way for small ones. A batch larger than that runs here:
 
-  * the changes are read by the executors from the files holding them
-    (engine/spark/changes.py), netted per row there;
-  * each phase of the plan (plan/batch.py) runs as one Spark query whose packed result is
-    staged as Parquet in the batch's scratch directory; each map's delta is its rows of the
-    staged phases, summed per key by Spark;
-  * each map's delta, the result table's new files and a compacted map are written by the
-    executors into the table's directory (engine/spark/files.py) and committed by the driver with
-    the batch's transaction id (`TableStore.commit_files`): still one exactly-once commit
-    per map per batch, reading only the files' footers on the driver;
-  * the result table's touched groups are rewritten copy-on-write: the files holding a
-    touched group (found by a Spark join, only file names come back) are replaced by their
-    other rows plus the touched groups' new rows, in one commit.
+  * the changes are read by the executors from the files holding them (spark/changes.py),
+    netted per row there, and staged as Parquet in the batch's scratch directory;
+  * each phase of the plan runs as one Spark query whose packed result is staged the same
+    way; each map's delta is its rows of the staged phases, summed per key by Spark;
+  * the deltas stay DataFrames: the executors write them (maintain/distributed.py).
 
-Which batches run here: `engine = 'distributed'` (view option or spark.viewlet.engine), or,
-under `auto`, a batch whose changes hold more than spark.viewlet.distributed.minChangeRows
-rows (the log's row counts of the files holding them, read before any row is).
+Which batches run here: batch/policy.py.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, functions as F
 
-from ...plan.batch import TAG
+from ...plan.batch import Phase, TAG
 from ...plan.lower import q
 from ..spark.changes import change_frame
+from ..spark.files import timestamps_as_micros
 from ..spark.io import union_all
+from ..state.settings import DISTRIBUTED
 from .leaves import FrameLeaves
-from .spark import sum_by_keys
-
+from .spark import batch_session, sum_by_keys
+from .target import Target, member_columns
 
 
 def _stage(df: DataFrame, location: str) -> DataFrame:
@@ -44,72 +36,70 @@ def _stage(df: DataFrame, location: str) -> DataFrame:
     return df.sparkSession.read.schema(df.schema).parquet(location)
 
 
-def map_deltas(view, record, spark, scratch, stats, progress, persisted) -> Dict[str, DataFrame]:
-    """Every map's delta as a DataFrame (summed per key, zero rows dropped), computed by the
-    plan's phases over the changes read and staged by the executors."""
-    program = view.compiled.program
-    changed = [r for r in program.relations() if record.ranges[r][1] > record.ranges[r][0]]
-    deltas: Dict[str, DataFrame] = {}
-    rows_in = {}
-    for i, rel in enumerate(changed):
-        after, to = record.ranges[rel]
-        progress.step(f"reading the changes of {rel} (versions {after + 1}..{to}) on the executors")
-        frame, _ = change_frame(spark, view.ctx.store, view.table_path(rel), after, to,
-                                view.columns_of(rel),
-                                from_files=bool(view.compiled.spec.tables[rel].view))
-        staged = _stage(frame, f"{scratch}/changes{i}")
-        rows_in[rel] = staged.count()
-        if rows_in[rel]:
-            deltas[rel] = staged
-    stats["delta_rows"] = rows_in
-    if not deltas:
-        return {}
-    plan = view.batch_plan(tuple(changed), tuple(r for r in changed if r in deltas))
-    inputs = FrameLeaves(view, record, deltas, spark)
-    pieces: Dict[str, List[DataFrame]] = {}
-    collected: Dict[tuple, List[DataFrame]] = {}
-    progress.step(f"computing the deltas of {len(plan.targets)} map(s) (distributed)")
-    for i, phase in enumerate(plan.phases):
-        frames = {name: inputs.bind(leaf) for name, leaf in phase.leaves.items()}
-        packed = _stage(spark.sql(phase.spark_text, **frames), f"{scratch}/phase{i}")
-        phase_pieces = _split(view, phase, packed)
-        if len(plan.phases) > 1:        # what later phases read of this trigger
-            for target, frames_ in phase_pieces.items():
-                key = (target, phase.relations[-1])
-                collected.setdefault(key, []).extend(frames_)
-                inputs.pending[key] = _summed(view, target, collected[key])
-        for target, frames_ in phase_pieces.items():
-            pieces.setdefault(target, []).extend(frames_)
-    stats["map_reads"] = inputs.reads
-    stats["phases"] = len(plan.phases)
-    out = {}
-    for target, frames_ in pieces.items():
-        total = _summed(view, target, frames_).persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(total)
-        out[target] = total
-    return out
+class DistributedTarget(Target):
+    """A batch on the executors, in a batch session of its own sized by `change_rows` (the
+    policy's estimate): its scratch directory and the deltas it persisted live until the
+    block ends, so the maps and the result can be written from them."""
 
+    name = DISTRIBUTED
 
-def _split(view, phase, packed: DataFrame) -> Dict[str, List[DataFrame]]:
-    """Per map: every member's rows of the staged phase result, as map rows (not summed);
-    engine/batch.split_packed on the executors."""
-    pieces: Dict[str, List[DataFrame]] = {}
-    for b in phase.blocks:
-        rows = packed.where(F.col(TAG) == F.lit(b.tag))
-        for m in b.members:
-            schema = view.map_schema(m.target)
-            items = []
-            for block_col, key, key_type in zip(m.keys, schema.keys, schema.key_types):
-                slot = b.slots[f"p{b.tag}_g{int(block_col[1:])}"]
-                items.append(f"CAST({q(slot)} AS {key_type}) AS {q(key)}")
-            for c, t in schema.values.items():
-                source = q(b.slots[m.out]) if c == m.column else "NULL"
-                items.append(f"CAST({source} AS {t}) AS {q(c)}")
-            pieces.setdefault(m.target, []).append(rows.selectExpr(*items))
-    return pieces
+    def __init__(self, view, record, change_rows: int):
+        self.view, self.record = view, record
+        self.spark = batch_session(view, change_rows)
+        self.scratch = view.scratch_dir(record.batch)
+        self.persisted: List[DataFrame] = []
+        self.leaves = None            # bound once the changes are read
+        self._phases = 0
+        self._micros = timestamps_as_micros(self.spark)
 
+    def __enter__(self) -> "DistributedTarget":
+        self._micros.__enter__()
+        return self
 
-def _summed(view, target: str, frames: List[DataFrame]) -> DataFrame:
-    schema = view.map_schema(target)
-    return sum_by_keys(union_all(frames), schema.keys, schema.values)
+    def __exit__(self, *exc) -> None:
+        try:
+            self._micros.__exit__(*exc)
+        finally:
+            for df in self.persisted:
+                df.unpersist()
+            self.view.ctx.store.drop(self.scratch)
 
+    def changes(self, relation: str, after: int, to: int, i: int) -> Tuple[DataFrame, int]:
+        """The relation's changes in (after, to], read, netted and staged by the executors;
+        with their row count."""
+        view = self.view
+        frame, _ = change_frame(self.spark, view.ctx.store, view.table_path(relation), after, to,
+                                view.columns_of(relation),
+                                from_files=bool(view.compiled.spec.tables[relation].view))
+        staged = _stage(frame, f"{self.scratch}/changes{i}")
+        return staged, staged.count()
+
+    def bind(self, deltas: Dict[str, DataFrame]) -> None:
+        self.leaves = FrameLeaves(self.view, self.record, deltas, self.spark)
+
+    def execute(self, phase: Phase) -> DataFrame:
+        frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
+        packed = _stage(self.spark.sql(phase.spark_text, **frames),
+                        f"{self.scratch}/phase{self._phases}")
+        self._phases += 1
+        return packed
+
+    def split(self, view, phase: Phase, packed: DataFrame) -> Dict[str, List[DataFrame]]:
+        pieces: Dict[str, List[DataFrame]] = {}
+        for b in phase.blocks:
+            rows = packed.where(F.col(TAG) == F.lit(b.tag))
+            for m in b.members:
+                keys, values = member_columns(view, b, m)
+                items = [f"CAST({q(s.packed) if s.packed is not None else 'NULL'} AS {s.type}) "
+                         f"AS {q(s.column)}" for s in keys + values]
+                pieces.setdefault(m.target, []).append(rows.selectExpr(*items))
+        return pieces
+
+    def sum(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
+        schema = view.map_schema(name)
+        return sum_by_keys(union_all(pieces), schema.keys, schema.values)
+
+    def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
+        total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(total)
+        return total

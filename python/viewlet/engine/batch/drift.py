@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ...errors import TableNotFound, ViewletError
+from ...errors import BaseTableChanged, TableNotFound, ViewletError
 from ..spark.io import spark_schema
 from ..state.graph import upstream_version
 
@@ -16,15 +16,11 @@ from ..state.graph import upstream_version
 FULL = "REFRESH INCREMENTAL VIEW {view} FULL (rebuilds the view from the tables' current data)"
 
 
-class BaseTableChanged(ViewletError):
-    kind = "base_table_changed"
-
-
 def batch_ranges(view, watermarks: Dict[str, int], max_commits: Optional[int] = None,
                  until: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[int, int]]:
     """(watermark, upper] per relation: up to the current version, or `max_commits` past
     the watermark (back-pressure when commits arrive faster than batches apply). `until`
-    (location -> version, a chain refresh's targets, engine/chain.py) fixes the upper
+    (location -> version, a chain refresh's targets, ops/chains.py) fixes the upper
     versions of the base tables it names; an upstream view's upper version is always the
     result version of its last committed batch."""
     out = {}
@@ -84,7 +80,7 @@ def table_ids(ctx, spec) -> Dict[str, str]:
 
 def _replaced(view, rel, state, watermark: int) -> bool:
     store = view.ctx.store
-    recorded = view.spec.get("table_ids", {}).get(rel)
+    recorded = (view.definition.table_ids or {}).get(rel)
     try:
         return (recorded or store.table_id(view.compiled.spec.tables[rel].id, watermark)) \
             != state.table_id
@@ -95,7 +91,7 @@ def _replaced(view, rel, state, watermark: int) -> bool:
 def _check_columns(view, rel, table, schema, where, full):
     """Columns the view reads must still be there with their types (checked once per
     schema the table has had: schemas change rarely)."""
-    seen = view.compiled.cache.setdefault("checked_schemas", {})
+    seen = view.runtime.checked_schemas
     if seen.get(rel) == schema:
         return
     recorded = {c.name.lower(): c.type for c in table.columns}

@@ -1,11 +1,12 @@
-"""Binding a batch plan's leaves to data, for either target.
+"""Binding a batch plan's leaves to data, for each target.
 
 A leaf is a relation's changes (the batch, pre-aggregated on the driver), a relation at the
 batch's start or end version, a map read whole, or a map read by lookup: only the rows
 holding the batch's key values, read on the driver once per batch (the batch's keys are
 spread over most files of a large map, so file skipping alone would leave most of the map
-to scan, once per reference). `SparkLeaves` hands Spark DataFrames (staged as Parquet
-files); `ArrowLeaves` hands the local target Arrow tables.
+to scan, once per reference). `ArrowLeaves` hands the local target Arrow tables,
+`SparkLeaves` the Spark target DataFrames (staged as Parquet files), `FrameLeaves` the
+distributed target DataFrames read by the executors.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..spark.io import read_table, snapshot_frame, spark_schema
 from ..state.keyed import read_matching
 from ..state.manifest import BatchRecord
 from ..state.maps import hot_map
+from ..state.stats import MapRead
 
 #: a lookup keeping more than this share of the rows in the files it read binds those files
 #: (Spark reads them) instead of staging the rows kept
@@ -28,21 +30,19 @@ KEEP_FILES_ABOVE = 0.5
 
 
 class LeafReader:
-    """What both targets read for one batch; per map read, statistics for the manifest.
-    Maps hot in memory at the batch's start version (engine/local/hotmaps.py) are read from
-    memory; `load`: maps not yet hot are loaded whole when they fit the cache."""
+    """What the local and Spark targets read for one batch; per map read, statistics for
+    the manifest. Maps hot in memory at the batch's start version (local/hotmaps.py) are
+    read from memory; `load`: maps not yet hot are loaded whole when they fit the cache."""
 
     load = False
 
     def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table]):
         self.view, self.record, self.deltas = view, record, deltas
         self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
-        # Per map read: files and rows read of the files and rows there are, rows the
-        # query gets (the rows kept, or the files' rows when Spark reads the files).
-        self.reads: List[list] = []
+        self.reads: List[MapRead] = []            # what each map read cost
         self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
         self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
-        self.read_of: Dict[Leaf, list] = {}       # ... -> its entry in `reads`
+        self.read_of: Dict[Leaf, MapRead] = {}    # ... -> its entry in `reads`
 
     def pending_rows(self, leaf: Leaf) -> pa.Table:
         empty = self.view.map_arrow_schema(leaf.name).empty_table()
@@ -62,7 +62,8 @@ class LeafReader:
         ctx = self.view.ctx
         whole = ctx.store.snapshot(self.view.map_path(name), self.record.map_versions[name])
         rows = _rows(whole)
-        self.reads.append([name, len(whole.files), len(whole.files), rows, rows, rows, "delta"])
+        self.reads.append(MapRead(name, len(whole.files), len(whole.files), rows, rows, rows,
+                                  "delta"))
         return whole
 
     def map_rows(self, name: str) -> pa.Table:
@@ -71,7 +72,8 @@ class LeafReader:
         if hot is None:
             return self.view.ctx.store.read_files(self.whole_map(name))
         rows = hot.all_rows()
-        self.reads.append([name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows, source])
+        self.reads.append(MapRead(name, 0, None, rows.num_rows, rows.num_rows, rows.num_rows,
+                                  source))
         return rows
 
     def matching(self, leaf: Leaf) -> pa.Table:
@@ -83,14 +85,14 @@ class LeafReader:
             hot, source = self.hot(leaf.name)
             if hot is not None:
                 rows = hot.lookup(lookups)
-                self.read_of[leaf] = [leaf.name, 0, None, rows.num_rows, hot.rows, rows.num_rows,
-                                      source]
+                self.read_of[leaf] = MapRead(leaf.name, 0, None, rows.num_rows, hot.rows,
+                                             rows.num_rows, source)
             else:
                 whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
                 rows = read_matching(store, whole, lookups)
                 snap = self.restricted[leaf] = whole.restricted(lookups)
-                self.read_of[leaf] = [leaf.name, len(snap.files), len(whole.files), _rows(snap),
-                                      _rows(whole), rows.num_rows, "delta"]
+                self.read_of[leaf] = MapRead(leaf.name, len(snap.files), len(whole.files),
+                                             _rows(snap), _rows(whole), rows.num_rows, "delta")
             self.reads.append(self.read_of[leaf])
             self.matched[leaf] = rows
         return self.matched[leaf]
@@ -144,7 +146,7 @@ class SparkLeaves(LeafReader):
         if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
             # The batch touches most keys of the files read: Spark reads those files
             # rather than a staged copy of most of them.
-            self.read_of[leaf][5] = _rows(snap)
+            self.read_of[leaf].rows_kept = _rows(snap)
             return snapshot_frame(spark, snap, columns)
         return self._file(rows.select(columns))
 
@@ -188,7 +190,7 @@ def _rows(snap) -> Optional[int]:
 
 
 class FrameLeaves:
-    """Leaves as DataFrames for a distributed batch (engine/distributed.py): the batch's
+    """Leaves as DataFrames for a distributed batch (batch/distributed.py): the batch's
     changes as staged by the executors, relations at a version and maps read from their
     Delta files. A map read by lookup is bound to the whole map: the plan joins it with
     the batch's keys anyway (a lookup's rows are the ones the join keeps), on the
@@ -198,7 +200,7 @@ class FrameLeaves:
     def __init__(self, view, record: BatchRecord, deltas: Dict[str, object], spark):
         self.view, self.record, self.deltas, self.spark = view, record, deltas, spark
         self.pending: Dict[Tuple[str, str], object] = {}   # (map, trigger) -> its delta
-        self.reads: List[list] = []
+        self.reads: List[MapRead] = []
         self._maps: Dict[str, object] = {}
 
     def bind(self, leaf: Leaf):
@@ -217,14 +219,13 @@ class FrameLeaves:
             schema = view.map_schema(leaf.name)
             snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
             rows = _rows(snap)
-            self.reads.append([leaf.name, len(snap.files), len(snap.files), rows, rows, rows,
-                               "delta"])
+            self.reads.append(MapRead(leaf.name, len(snap.files), len(snap.files), rows, rows,
+                                      rows, "delta"))
             self._maps[leaf.name] = snapshot_frame(self.spark, snap,
                                                    schema.keys + list(schema.values))
         return self._maps[leaf.name]
 
 
-# -- translation, cached per view ------------------------------------------------------------
 def leaf_columns(view, leaf: Leaf) -> List:
     """The Spark-typed columns of a leaf, as the plan reads them."""
     if leaf.kind in ("delta", "rel"):

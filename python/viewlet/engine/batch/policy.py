@@ -1,55 +1,93 @@
-"""Which target runs a batch: the local engine (DuckDB in this process) or Spark.
+"""Where a batch runs, and why: the one place that chooses a target, and the reasons HISTORY
+records (`engine_reason`) and EXPLAIN shows.
 
-One plan, two targets (the Hot Dog paper's local and distributed code). The local target
-avoids Spark's per-job cost (a small batch used to run as 8 to 130 Spark jobs), so it runs
-every batch whose inputs are small enough for the driver; Spark runs the rest, and every
-batch the local target cannot reproduce exactly.
+One plan, three targets (the Hot Dog paper's local and distributed code; batch/target.py).
+The local target avoids Spark's per-job cost (a small batch used to run as 8 to 130 Spark
+jobs), so it runs every batch whose inputs are small enough for the driver; Spark runs the
+rest, and every batch the local target cannot reproduce exactly; the executors run what is
+too large to pass through the driver. The rules, each a function below:
 
-The rule, per batch (`choose`):
-  * `engine = 'spark'` (view option, else the session's `spark.viewlet.engine`): Spark.
-  * the view uses SQL the local target cannot evaluate with Spark's exact results (a
-    function without a checked equivalent, a cast whose rounding differs, ...): Spark, and
-    EXPLAIN names the construct.
-  * `engine = 'local'`: local. `auto` (the default): local when the rows the batch reads
-    (its changes, maps and base tables read whole, the files its lookups read) are at most
-    `spark.viewlet.local.maxInputRows` (default 10,000,000), else Spark.
-A local batch that fails (an overflow, a division by zero under ANSI mode) runs again on
-Spark, which gives Spark's own result or error; HISTORY records the target of every batch
-and why.
+  * `scale_out`, before anything is read: `engine = 'distributed'`, or under auto a batch
+    whose changes hold more than spark.viewlet.distributed.minChangeRows rows (the log's
+    row counts of the files holding them). A top-N view or one with window functions keeps
+    its ordered rows or recomputes partitions in the driver: never distributed.
+  * `choose`, once the changes are read: `engine = 'spark'` (or 'distributed' for a batch
+    that did not scale out): Spark. A view whose SQL the local target cannot evaluate with
+    Spark's exact results (a function without a checked equivalent, a cast whose rounding
+    differs, ...): Spark, naming the construct. `engine = 'local'`: local. `auto` (the
+    default): local when the rows the batch reads (its changes, maps and base tables read
+    whole, the files its lookups read) are at most spark.viewlet.local.maxInputRows
+    (default 10,000,000), else Spark.
+  * `after_local_failure`: a local batch that fails runs again on Spark.
+  * `for_recompute` (depth 0), `for_load` (CREATE's maps), `compacts_on_executors` (a map
+    due for compaction): the same settings and bounds, for the other work a view does.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import pyarrow as pa
 
 from ...plan.local.types import NotLocal
 from ..local.executor import unavailable
 from ..state.manifest import BatchRecord
-from ..state.settings import (AUTO, DISTRIBUTED, ENGINE_CONF, LOCAL, MAX_ROWS_CONF, MIN_ROWS_CONF,
-                              SPARK, ansi, conf, max_rows, min_rows, setting)
-from ..state.stats import MapLayout
-from .local import local_sql, local_window_sql, result_sql_local
+from ..state.settings import (AUTO, DISTRIBUTED, LOCAL, MAX_ROWS_CONF, MEMORY_CONF, MIN_ROWS_CONF,
+                              SPARK, Settings, size_text)
+from ..state.stats import MapLayout, snapshot_rows
+from .local import failure_text, local_sql, local_window_sql, result_sql_local
+
 
 @dataclass(frozen=True)
 class Choice:
-    target: str
-    reason: str
+    target: str                      # LOCAL, SPARK or DISTRIBUTED
+    reason: str                      # why: HISTORY's engine_reason
     input_rows: int = 0              # the rows the batch reads, as estimated
 
 
-def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
-    mode = setting(view)
+# -- a batch -----------------------------------------------------------------------------------
+def scale_out(view, record: BatchRecord) -> Optional[str]:
+    """Why this batch runs distributed, or None: the engine setting, or its changes'
+    size (estimated from the Delta log, before anything is read). A top-N view or one with
+    window functions keeps its ordered rows or recomputes partitions in the driver: its
+    batches run on the Spark target instead (they still read the changes on Spark)."""
+    if view.top_n is not None or view.compiled.spec.window is not None:
+        return None
+    settings = view.settings
+    if settings.engine == DISTRIBUTED:
+        return "engine = 'distributed'"
+    if settings.engine != AUTO:
+        return None
+    limit = settings.min_change_rows
+    rows = change_rows_estimate(view, record)
+    if rows > limit:
+        return (f"its changes hold about {rows:,} rows, more than {MIN_ROWS_CONF} = "
+                f"{limit:,}: nothing is collected to the driver")
+    return None
+
+
+def change_rows_estimate(view, record: BatchRecord) -> int:
+    """The rows of the files holding the batch's changes, from the Delta log."""
+    store = view.ctx.store
+    total = 0
+    for rel, (after, to) in record.ranges.items():
+        if to > after:
+            total += store.change_rows_estimate(view.table_path(rel), after, to)
+    return total
+
+
+def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> Choice:
+    """The local target or Spark, for a batch whose changes the driver read."""
+    settings = view.settings
     rows = input_rows(view, plan, record, deltas)     # also sizes a Spark batch's partitions
-    if mode in (SPARK, DISTRIBUTED):
+    if settings.engine in (SPARK, DISTRIBUTED):
         return Choice(SPARK, "engine = 'spark'", rows)
     blocker = local_blocker(view)
     if blocker is not None:
         return Choice(SPARK, f"the local target cannot run this view: {blocker}", rows)
-    if mode == LOCAL:
+    if settings.engine == LOCAL:
         return Choice(LOCAL, "engine = 'local'", rows)
-    limit = max_rows(view)
+    limit = settings.max_input_rows
     if rows > limit:
         return Choice(SPARK, f"the batch reads about {rows:,} rows, more than {MAX_ROWS_CONF} "
                              f"= {limit:,}", rows)
@@ -57,7 +95,13 @@ def choose(view, plan, record, deltas: Dict[str, pa.Table]) -> Choice:
                   rows)
 
 
-def input_rows(view, plan, record, deltas: Dict[str, pa.Table]) -> int:
+def after_local_failure(e: BaseException) -> Choice:
+    """A local batch that failed (an overflow, a division by zero under ANSI mode) runs
+    again on Spark, which gives Spark's own result or error."""
+    return Choice(SPARK, f"the local target failed ({failure_text(e)}); ran on Spark")
+
+
+def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> int:
     """An upper bound of the rows the batch reads: its changes, the maps and base tables it
     reads whole, and the rows of the files its lookups may read (from Delta statistics)."""
     store = view.ctx.store
@@ -73,25 +117,18 @@ def input_rows(view, plan, record, deltas: Dict[str, pa.Table]) -> int:
                 snap = store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after)
             else:
                 snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
-            total += _rows(snap)
+            total += snapshot_rows(snap)
     return total
-
-
-def _rows(snap) -> int:
-    if snap.stats is None:
-        return 0
-    return sum(s.rows or 0 for s in snap.stats)
 
 
 def local_blocker(view) -> Optional[str]:
     """Why the local target cannot run this view (None when it can): the first construct
     of its plan (every relation changed) or of its result query without an exact local
     equivalent."""
-    key = ("local_blocker", ansi(view))
-    cache = view.compiled.cache
-    if key not in cache:
-        cache[key] = _blocker(view)
-    return cache[key]
+    cache, ansi = view.derived.local_blocker, view.settings.ansi
+    if ansi not in cache:
+        cache[ansi] = _blocker(view)
+    return cache[ansi]
 
 
 def _blocker(view) -> Optional[str]:
@@ -113,73 +150,80 @@ def _blocker(view) -> Optional[str]:
     return None
 
 
-def reason_for(view, record: BatchRecord) -> Optional[str]:
-    """Why this batch runs distributed, or None: the engine setting, or its changes'
-    size (estimated from the Delta log, before anything is read). A top-N view or one with
-    window functions keeps its ordered rows or recomputes partitions in the driver: its
-    batches run on the Spark target instead (they still read the changes on Spark)."""
-    if view.top_n is not None or view.compiled.spec.window is not None:
-        return None
-    mode = setting(view)
-    if mode == DISTRIBUTED:
-        return "engine = 'distributed'"
-    if mode != AUTO:
-        return None
-    limit = min_rows(view.ctx.spark)
-    rows = change_rows_estimate(view, record)
-    if rows > limit:
-        return (f"its changes hold about {rows:,} rows, more than {MIN_ROWS_CONF} = "
-                f"{limit:,}: nothing is collected to the driver")
-    return None
+# -- the other work of a view ----------------------------------------------------------------
+def for_recompute(view) -> Choice:
+    """Depth 0: the recompute's rows written by the executors (the engine setting, or a
+    result table larger than spark.viewlet.distributed.minChangeRows rows), else by Spark
+    through the driver."""
+    settings = view.settings
+    if settings.engine == DISTRIBUTED:
+        return Choice(DISTRIBUTED, "engine = 'distributed'")
+    if settings.engine == AUTO:
+        rows = snapshot_rows(view.ctx.store.snapshot(view.result_path))
+        limit = settings.min_change_rows
+        if rows > limit:
+            return Choice(DISTRIBUTED, f"its result holds about {rows:,} rows, more than "
+                                       f"{MIN_ROWS_CONF} = {limit:,}: the recompute is written "
+                                       "by the executors")
+    return Choice(SPARK, "the local target cannot run this view: depth 0 recomputes the view "
+                         "on Spark")
 
 
-def too_large_to_collect(view, layout: MapLayout) -> bool:
+def for_load(settings: Settings, base_rows: int) -> Choice:
+    """Where CREATE computes the maps: on the executors (the engine setting, or under auto
+    base tables holding more rows than spark.viewlet.distributed.minChangeRows, from Delta
+    statistics), on Spark (the engine setting, base tables holding more than
+    spark.viewlet.local.maxInputRows rows, no DuckDB), else in the driver (ops/load.py; a
+    definition the local target cannot translate loads on Spark: `after_failed_load`). The
+    result of a top-N view is still cut to its first rows in the driver."""
+    engine = settings.engine
+    if engine == DISTRIBUTED:
+        return Choice(DISTRIBUTED, "engine = 'distributed'")
+    most = settings.min_change_rows
+    if engine == AUTO and base_rows > most:
+        return Choice(DISTRIBUTED, f"the base tables hold about {base_rows:,} rows, more than "
+                                   f"{MIN_ROWS_CONF} = {most:,}")
+    if engine == SPARK:
+        return Choice(SPARK, f"engine = '{engine}'")
+    limit = settings.max_input_rows
+    if base_rows > limit:
+        return Choice(SPARK, f"the base tables hold about {base_rows:,} rows, more than "
+                             f"{MAX_ROWS_CONF} = {limit:,}")
+    missing = unavailable()
+    if missing is not None:
+        return Choice(SPARK, missing)
+    return Choice(LOCAL, "the maps were computed in the driver")
+
+
+def after_failed_load(e: BaseException) -> Choice:
+    return Choice(SPARK, f"the local target cannot run this view: {failure_text(e)}")
+
+
+def compacts_on_executors(view, layout: MapLayout) -> bool:
     """Whether a map (its layout: rows at its last compaction plus rows appended since) is
     compacted on the executors rather than read into the driver."""
-    if setting(view) == DISTRIBUTED:
-        return True
-    return (layout.base_rows or 0) + (layout.appended_rows or 0) > min_rows(view.ctx.spark)
+    settings = view.settings
+    return settings.engine == DISTRIBUTED or layout.rows > settings.min_change_rows
 
 
-def change_rows_estimate(view, record: BatchRecord) -> int:
-    store = view.ctx.store
-    total = 0
-    for rel, (after, to) in record.ranges.items():
-        if to > after:
-            total += store.change_rows_estimate(view.table_path(rel), after, to)
-    return total
-
-
-# -- depth 0 -------------------------------------------------------------------------------
-def recompute_reason(view) -> Optional[str]:
-    """Why a depth-0 view's recompute is written by the executors, or None: the engine
-    setting, or a result table larger than spark.viewlet.distributed.minChangeRows rows."""
-    mode = setting(view)
-    if mode == DISTRIBUTED:
-        return "engine = 'distributed'"
-    if mode != AUTO:
-        return None
-    snap = view.ctx.store.snapshot(view.result_path)
-    rows = sum(s.rows or 0 for s in snap.stats or ())
-    limit = min_rows(view.ctx.spark)
-    if rows > limit:
-        return (f"its result holds about {rows:,} rows, more than {MIN_ROWS_CONF} = {limit:,}: "
-                "the recompute is written by the executors")
-    return None
-
-
-# -- CREATE --------------------------------------------------------------------------------
-def load_reason(ctx, options: Optional[Dict], base_rows: int) -> Optional[str]:
-    """Why CREATE loads the maps on the executors, or None: the engine (view option or
-    session setting) is 'distributed', or, under auto, the base tables hold more rows than
-    spark.viewlet.distributed.minChangeRows (Delta statistics). The result of a top-N view
-    is still cut to its first rows in the driver (views.create_view)."""
-    mode = (options or {}).get("engine") or \
-        (conf(ctx.spark, ENGINE_CONF) or AUTO).strip().lower()
-    if mode == DISTRIBUTED:
-        return "engine = 'distributed'"
-    limit = min_rows(ctx.spark)
-    if mode == AUTO and base_rows > limit:
-        return (f"the base tables hold about {base_rows:,} rows, more than {MIN_ROWS_CONF} = "
-                f"{limit:,}")
-    return None
+# -- EXPLAIN ---------------------------------------------------------------------------------
+def explain(view) -> List[str]:
+    """EXPLAIN's lines on where the view's batches run."""
+    settings = view.settings
+    mode = settings.engine
+    blocker = local_blocker(view)
+    lines = ["Execution (one plan, two targets: local = DuckDB in the driver, spark = Spark):",
+             f"  engine: {mode} ({settings.engine_source})",
+             "  local target: " + (f"cannot run this view: {blocker}" if blocker else
+                                   "can run this view (Spark's types, rounding and NULLs)")]
+    if mode == AUTO and not blocker:
+        lines.append(f"  rule: a batch runs locally when it reads at most "
+                     f"{settings.max_input_rows:,} rows ({MAX_ROWS_CONF}): its changes, the maps "
+                     "and base tables it reads whole and the files its lookups may read; "
+                     "otherwise on Spark")
+    if blocker is None and mode != SPARK:
+        lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
+                     "mode) runs again on Spark")
+        lines.append(f"  hot maps: up to {size_text(view.ctx.hot_maps.budget)} of maps kept in "
+                     f"memory ({MEMORY_CONF}), checked against their Delta versions")
+    return lines

@@ -16,37 +16,39 @@ from ...frontend.collects import collect_sql
 from ...frontend.multisets import AVG_DISTINCT
 from ...frontend.spec import AggregateSpec, COUNT_COLUMN, ViewSpec
 from ...plan.lower import multiset_aggregate_sql, q
-from ..state.layout import inner_layout
+from ..state.definition import AggType
+from ..state.layout import ResultLayout
 from ..state.view import LoadedView
 
 
-def aggregate_sql(agg: AggregateSpec, types: Dict[str, Dict[str, str]]) -> str:
+def aggregate_sql(agg: AggregateSpec, types: Dict[str, AggType]) -> str:
     """One aggregate's SQL value from state columns, as Spark would have computed it."""
     t = types[agg.placeholder]
     if agg.collect is not None:            # collect_list / collect_set / string_agg
         column = multiset_column(agg.multiset, agg.collect.collection)
-        return f"CAST({collect_sql(agg.collect, column)} AS {t['type']})"
+        return f"CAST({collect_sql(agg.collect, column)} AS {t.type})"
     if agg.kind == AVG_DISTINCT:           # SUM(DISTINCT) / COUNT(DISTINCT), as AVG below
         cnt = multiset_column(agg.multiset, COUNT_DISTINCT, True)
         total = multiset_column(agg.multiset, SUM_DISTINCT)
     elif agg.multiset is not None:         # MIN, MAX, COUNT / SUM(DISTINCT): from the multiset
-        return f"CAST({multiset_column(agg.multiset, agg.kind, True)} AS {t['type']})"
+        return f"CAST({multiset_column(agg.multiset, agg.kind, True)} AS {t.type})"
     else:
         cnt = q(agg.count_column)
         if agg.kind in ("count", "count_star"):
             return f"CAST({cnt} AS BIGINT)"
         total = q(agg.sum_column)
         if agg.kind == "sum":
-            return f"CASE WHEN {cnt} = 0 THEN NULL ELSE CAST({total} AS {t['type']}) END"
+            return f"CASE WHEN {cnt} = 0 THEN NULL ELSE CAST({total} AS {t.type}) END"
     # AVG: Spark divides the sum (its sum type) by the count, rounding to the result type.
-    if t["type"].startswith("decimal"):
-        quotient = f"CAST({total} AS {t['sum_type']}) / CAST({cnt} AS DECIMAL(20,0))"
+    if t.type.startswith("decimal"):
+        quotient = f"CAST({total} AS {t.sum_type}) / CAST({cnt} AS DECIMAL(20,0))"
     else:
         quotient = f"CAST({total} AS DOUBLE) / CAST({cnt} AS DOUBLE)"
-    return f"CASE WHEN {cnt} = 0 THEN NULL ELSE CAST({quotient} AS {t['type']}) END"
+    return f"CASE WHEN {cnt} = 0 THEN NULL ELSE CAST({quotient} AS {t.type}) END"
 
 
-def _state_values(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> Dict[str, str]:
+def _state_values(spec: ViewSpec, agg_types: Dict[str, AggType],
+                  state_keys: List[str]) -> Dict[str, str]:
     """SQL over a state row for each variable an output expression may read: group keys,
     aggregates, and subqueries (from their nested aggregates' state columns, cast to the type
     Spark gives the subquery)."""
@@ -59,24 +61,25 @@ def _state_values(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> Dic
         var_sql[var] = multiset_column(multiset, kind, True)
     for sub in spec.subqueries:
         value = sub.expr.to_sql(var_sql.__getitem__)
-        t = agg_types.get(sub.placeholder, {}).get("type")
+        t = agg_types[sub.placeholder].type if sub.placeholder in agg_types else None
         var_sql[sub.placeholder] = f"CAST(({value}) AS {t})" if t else f"({value})"
     return var_sql
 
 
-def output_select(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: List[str]) -> List[str]:
+def output_select(spec: ViewSpec, layout: ResultLayout, agg_types: Dict[str, AggType],
+                  state_keys: List[str]) -> List[str]:
     """SELECT items turning a state row (keys k0.., value columns) into a result row."""
     var_sql = _state_values(spec, agg_types, state_keys)
     items = []
-    for out, col in zip(spec.outputs, layout["columns"]):
-        items.append(f"CAST({out.expr.to_sql(var_sql.__getitem__)} AS {col['type']}) AS {q(col['physical'])}")
-    for name, gi in layout["keys"]:
-        if name in layout["hidden"]:
+    for out, col in zip(spec.outputs, layout.columns):
+        items.append(f"CAST({out.expr.to_sql(var_sql.__getitem__)} AS {col.type}) AS {q(col.physical)}")
+    for name, gi in layout.keys:
+        if name in layout.hidden:
             items.append(f"{q(state_keys[gi])} AS {q(name)}")
     return items
 
 
-def having_sql(spec: ViewSpec, agg_types: Dict, state_keys: List[str]) -> str:
+def having_sql(spec: ViewSpec, agg_types: Dict[str, AggType], state_keys: List[str]) -> str:
     if spec.having is None:
         return "TRUE"
     var_sql = _state_values(spec, agg_types, state_keys)
@@ -91,7 +94,8 @@ def spark_param(name: str) -> str:
     return "{" + name + "}"
 
 
-def result_rows_sql(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: List[str],
+def result_rows_sql(spec: ViewSpec, layout: ResultLayout, agg_types: Dict[str, AggType],
+                    state_keys: List[str],
                     count_column: str, multiset_keys: Dict[str, List[str]],
                     table: Callable[[str], str] = spark_param, copies: bool = True) -> str:
     """SQL over `{s}` (state rows) and the multisets' rows (`multiset_params`) giving the
@@ -102,12 +106,12 @@ def result_rows_sql(spec: ViewSpec, layout: Dict, agg_types: Dict, state_keys: L
     items = ", ".join(output_select(spec, layout, agg_types, state_keys))
     cnt = q(count_column)
     state = _state_with_multisets(spec, state_keys, multiset_keys, table)
-    if layout["bag"] and not copies:
+    if layout.bag and not copies:
         return f"SELECT {items}, {cnt} AS {q(COPIES)} FROM {state} WHERE {cnt} > 0"
-    if layout["bag"]:
+    if layout.bag:
         return (f"SELECT {items} FROM (SELECT * FROM {state} WHERE {cnt} > 0) "
                 f"LATERAL VIEW explode(sequence(1, {cnt})) c AS __copy")
-    cond = "TRUE" if layout["global"] else f"{cnt} > 0"
+    cond = "TRUE" if layout.is_global else f"{cnt} > 0"
     return f"SELECT {items} FROM {state} WHERE {cond} AND {having_sql(spec, agg_types, state_keys)}"
 
 
@@ -160,29 +164,24 @@ def _state_with_multisets(spec: ViewSpec, state_keys: Sequence[str],
     return f"(SELECT {', '.join(columns)} FROM {table('s')} AS st {' '.join(joins)}) AS sm"
 
 
-def result_sql(view: LoadedView):
+def result_sql(view: LoadedView) -> Tuple[str, List[str]]:
     """SQL over `{s}` (the touched groups' new state) giving their result rows, and the
     result table's columns; built once per view."""
-    cache = view.compiled.cache
-    if "result_sql" not in cache:
-        layout = inner_layout(view.spec)
-        schema = view.map_schema(view.spec["view_map"])
-        rows_sql = result_rows_sql(view.compiled.spec, layout, view.spec["agg_types"],
-                                   schema.keys, COUNT_COLUMN,
+    if view.derived.result_sql is None:
+        definition = view.definition
+        layout = definition.state_layout
+        rows_sql = result_rows_sql(view.compiled.spec, layout, definition.agg_types,
+                                   view.map_schema(definition.view_map).keys, COUNT_COLUMN,
                                    {m: view.map_schema(m).keys
                                     for m in multiset_params(view.compiled.spec)})
-        columns = [c["physical"] for c in layout["columns"]] + \
-            [name for name, _ in layout["keys"] if name in layout["hidden"]]
-        cache["result_sql"] = (rows_sql, columns)
-    return cache["result_sql"]
+        columns = layout.physical + [name for name, _ in layout.keys if name in layout.hidden]
+        view.derived.result_sql = (rows_sql, columns)
+    return view.derived.result_sql
 
 
 def result_schema(view: LoadedView, columns) -> StructType:
     """The state rows' columns (`columns`, from result_sql) with their Spark types (the
     result table's, but for a view with window functions: its inner query's)."""
-    layout = inner_layout(view.spec)
-    schema = view.map_schema(view.spec["view_map"])
-    types = {c["physical"]: c["type"] for c in layout["columns"]}
-    key_of = {name: gi for name, gi in layout["keys"]}
-    return StructType.fromDDL(", ".join(f"{q(c)} {types.get(c) or schema.key_types[key_of[c]]}"
-                                        for c in columns))
+    definition = view.definition
+    types = definition.state_layout.column_types(view.map_schema(definition.view_map).key_types)
+    return StructType.fromDDL(", ".join(f"{q(c)} {types[c]}" for c in columns))

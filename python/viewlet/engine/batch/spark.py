@@ -1,27 +1,28 @@
-"""The Spark target: the batch plan's Spark text over DataFrames (leaves staged as Parquet
-files), in a clone of the user's session with adaptive execution off; map rows summed by key
-on Spark.
+"""The Spark target: the batch plan's Spark text over DataFrames (the batch's own rows staged
+as Parquet files), in a clone of the user's session with adaptive execution off; each
+phase's packed rows are collected to the driver as Arrow. Also: map rows summed by key on
+Spark, for every part of the engine that sums a DataFrame of map rows.
 """
 from __future__ import annotations
 
 from typing import Dict, Optional
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
+from ...plan.batch import Phase
 from ...plan.lower import q
 from ..spark.io import frame_arrow
-from ..state.settings import conf
+from ..state.settings import SPARK
 from .leaves import SparkLeaves
-from .target import run_phases
-
+from .target import ArrowTarget
 
 #: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
 #: most the session's spark.sql.shuffle.partitions)
 ROWS_PER_PARTITION = 500_000
 
 
-def batch_session(view, input_rows: Optional[int]):
+def batch_session(view, input_rows: Optional[int]) -> SparkSession:
     """The Spark session a batch query runs in: a clone of the user's session, taken per
     batch (about 2 ms), so it has everything the user's queries see (functions and UDFs,
     temporary views, the current database, every SQL setting) and only two settings of its
@@ -33,7 +34,7 @@ def batch_session(view, input_rows: Optional[int]):
     # cloneSession is Scala's private[sql], public in bytecode: py4j reaches it
     session = SparkSession(user.sparkContext, user._jsparkSession.cloneSession())
     session.conf.set("spark.sql.adaptive.enabled", "false")
-    most = int(conf(user, "spark.sql.shuffle.partitions", "200") or 200)
+    most = view.settings.shuffle_partitions
     wanted = max(1, min(most, -(-(input_rows or 0) // ROWS_PER_PARTITION)))
     session.conf.set("spark.sql.shuffle.partitions", str(wanted))
     # Delta tables hold timestamps as INT64 microseconds (Spark writes INT96 by default)
@@ -41,36 +42,37 @@ def batch_session(view, input_rows: Optional[int]):
     return session
 
 
-def run_spark(view, plan, record, deltas, stats) -> Dict[str, pa.Table]:
-    scratch = view.scratch_dir(record.batch)
-    spark = batch_session(view, stats.get("input_rows"))
-    try:
-        inputs = SparkLeaves(view, record, deltas, scratch, spark)
+class SparkTarget(ArrowTarget):
+    """The plan's phases as Spark queries in a batch session of their own; `input_rows`
+    (the policy's estimate) sizes its shuffles."""
 
-        def execute(phase):
-            frames = {name: inputs.bind(leaf) for name, leaf in phase.leaves.items()}
-            df = spark.sql(phase.spark_text, **frames)
-            return frame_arrow(df)
+    name = SPARK
 
-        return run_phases(view, plan, inputs, execute, stats)
-    finally:
-        _retire_scratch(view, scratch)
+    def __init__(self, view, record, deltas: Dict[str, pa.Table], input_rows: Optional[int]):
+        self.view = view
+        self.scratch = view.scratch_dir(record.batch)
+        self.spark = batch_session(view, input_rows)
+        self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark)
+
+    def execute(self, phase: Phase) -> pa.Table:
+        frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
+        return frame_arrow(self.spark.sql(phase.spark_text, **frames))
+
+    def __exit__(self, *exc) -> None:
+        """Drop the staged files of the view's previous Spark batch, keep this batch's until
+        the next one: Spark jobs were seen still reading a batch's files after its result
+        had been collected (FILE_NOT_EXIST in a benchmark's log, results unaffected), which a
+        drop right away turns into failing tasks. DROP removes the view's directory, scratch
+        included."""
+        runtime = self.view.runtime
+        previous, runtime.scratch = runtime.scratch, self.scratch
+        if previous is not None and previous != self.scratch:
+            self.view.ctx.store.drop(previous)
 
 
-def _retire_scratch(view, scratch: str):
-    """Drop the staged files of the view's previous Spark batch, keep this batch's until the
-    next one: Spark jobs were seen still reading a batch's files after its result had been
-    collected (FILE_NOT_EXIST in a benchmark's log, results unaffected), which a drop right
-    away turns into failing tasks. DROP removes the view's directory, scratch included."""
-    previous = view.compiled.cache.get("scratch")
-    view.compiled.cache["scratch"] = scratch
-    if previous is not None and previous != scratch:
-        view.ctx.store.drop(previous)
-
-
-def sum_by_keys(df, keys, values: Dict[str, str]):
-    """Group a DataFrame by keys, sum each value column cast to its map type, drop all-zero
-    rows (the initial load of a map)."""
+def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:
+    """Group a DataFrame of map rows by keys, sum each value column cast to its map type,
+    drop all-zero rows."""
     sums = [f"CAST(COALESCE(SUM({q(c)}), 0) AS {t}) AS {q(c)}" for c, t in values.items()]
     expr_keys = ", ".join(q(k) for k in keys)
     nonzero = " OR ".join(f"{q(c)} <> 0" for c in values)

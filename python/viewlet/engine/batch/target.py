@@ -1,74 +1,135 @@
-"""Running a batch plan (plan/batch.py) on a target: its phases in order, each packed result
-split into every map's rows, summed per key into the map deltas; what a later phase reads
-of an earlier trigger is summed first.
+"""Where a batch plan runs: one plan (plan/batch.py), one `Target` interface, three targets.
+
+    local        DuckDB in the driver over Arrow (batch/local.py): no Spark job
+    spark        the plan's Spark text over DataFrames, each phase collected to the driver
+                 as Arrow (batch/spark.py)
+    distributed  Spark with nothing collected: phases staged as Parquet, map deltas left
+                 as DataFrames for the executors to write (batch/distributed.py)
+
+A target binds the plan's leaves to its data, runs a phase into its packed rows, splits
+them into every map's rows and sums those per key. `run_phases` is the one loop over the
+plan's phases: later phases read what earlier ones computed of a trigger (its `pending`
+deltas), summed first. batch/policy.py says which target runs a batch, and why.
 """
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Tuple
+from abc import ABC, abstractmethod
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...plan.batch import Phase, TAG
+from ...plan.batch import Block, Member, Phase, TAG
 from ...storage.arrow import sum_by_key
 from ..runtime import cancel
+from ..state.stats import BatchStats
 
 
-def run_phases(view, plan, inputs, execute, stats) -> Dict[str, pa.Table]:
-    """Run the plan's phases in order (later ones read what earlier ones collected)."""
-    seconds = stats["seconds"]
-    pieces: Dict[str, List[pa.Table]] = {}
-    collected: Dict[Tuple[str, str], List[pa.Table]] = {}
+class Slot(NamedTuple):
+    """One column of a map's rows in a phase's packed result: the map column, the packed
+    column holding it (None: the member writes another value column, this one is NULL),
+    and the map column's Spark type."""
+    column: str
+    packed: Optional[str]
+    type: str
+
+
+def member_columns(view, block: Block, member: Member) -> Tuple[List[Slot], List[Slot]]:
+    """Where the packed rows of `block` hold the map rows `member` writes: (the map's key
+    columns, its value columns; all values but the member's own are NULL)."""
+    schema = view.map_schema(member.target)
+    keys = [Slot(key, block.slots[f"p{block.tag}_g{int(block_col[1:])}"], key_type)
+            for block_col, key, key_type in zip(member.keys, schema.keys, schema.key_types)]
+    values = [Slot(column, block.slots[member.out] if column == member.column else None, t)
+              for column, t in schema.values.items()]
+    return keys, values
+
+
+class Target(ABC):
+    """One batch's plan run somewhere. `leaves` binds the plan's leaves (batch/leaves.py):
+    its `pending` holds the deltas earlier phases computed, its `reads` what each map read
+    cost (the manifest's map_reads)."""
+
+    name: str                 # HISTORY's engine: local, spark or distributed
+    leaves = None
+
+    @abstractmethod
+    def execute(self, phase: Phase):
+        """The phase's packed rows: its blocks' rows, tagged by block (TAG)."""
+
+    @abstractmethod
+    def split(self, view, phase: Phase, packed) -> Dict[str, list]:
+        """Per map, every member's rows of the packed result as map rows (not yet summed)."""
+
+    @abstractmethod
+    def sum(self, view, name: str, pieces: list):
+        """The pieces of map `name`'s delta as one row per key, rows whose values all sum
+        to 0 dropped (a delta row that changes nothing)."""
+
+    def total(self, view, name: str, pieces: list):
+        """Map `name`'s delta for the whole batch."""
+        return self.sum(view, name, pieces)
+
+    def __enter__(self) -> "Target":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True) -> Dict:
+    """Run the plan's phases in order on `target`; every map's delta. `timed`: the phases'
+    compute and split seconds go to `stats` (a distributed batch is timed as a whole)."""
+    clock = stats.add_seconds if timed else (lambda phase, seconds: None)
+    pieces: Dict[str, list] = {}
+    collected: Dict[tuple, list] = {}
     for phase in plan.phases:
         cancel.check()
         t0 = time.perf_counter()
-        packed = execute(phase)
-        seconds["compute"] = seconds.get("compute", 0) + time.perf_counter() - t0
+        packed = target.execute(phase)
+        clock("compute", time.perf_counter() - t0)
         t0 = time.perf_counter()
-        phase_pieces = split_packed(view, phase, packed)
+        phase_pieces = target.split(view, phase, packed)
         if len(plan.phases) > 1:        # what later phases read of this trigger
-            for target, tables in phase_pieces.items():
-                key = (target, phase.relations[-1])     # a trigger may take several queries
-                collected.setdefault(key, []).extend(tables)
-                inputs.pending[key] = _map_delta(view, target, collected[key])
-        for target, tables in phase_pieces.items():
-            pieces.setdefault(target, []).extend(tables)
-        seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
-    stats["map_reads"] = inputs.reads
-    stats["phases"] = len(plan.phases)
+            for name, rows in phase_pieces.items():
+                key = (name, phase.relations[-1])     # a trigger may take several queries
+                collected.setdefault(key, []).extend(rows)
+                target.leaves.pending[key] = target.sum(view, name, collected[key])
+        for name, rows in phase_pieces.items():
+            pieces.setdefault(name, []).extend(rows)
+        clock("split", time.perf_counter() - t0)
+    stats.map_reads = target.leaves.reads
+    stats.phases = len(plan.phases)
     t0 = time.perf_counter()
-    out = {target: _map_delta(view, target, tables) for target, tables in pieces.items()}
-    seconds["split"] = seconds.get("split", 0) + time.perf_counter() - t0
+    out = {name: target.total(view, name, rows) for name, rows in pieces.items()}
+    clock("split", time.perf_counter() - t0)
     return out
 
 
-def split_packed(view, plan: Phase, packed: pa.Table) -> Dict[str, List[pa.Table]]:
-    """Per map: every member's rows as map rows (not yet summed)."""
-    tags = packed.column(TAG)
-    pieces: Dict[str, List[pa.Table]] = {}
-    for b in plan.blocks:
-        rows = packed.filter(pc.equal(tags, b.tag))
-        if rows.num_rows == 0:
-            continue
-        for m in b.members:
-            schema = view.map_schema(m.target)
-            arrow_types = view.map_arrow_schema(m.target)
-            cols = {}
-            for block_col, key in zip(m.keys, schema.keys):
-                j = int(block_col[1:])
-                packed_col = b.slots[f"p{b.tag}_g{j}"]
-                cols[key] = rows.column(packed_col).cast(arrow_types.field(key).type)
-            for c in schema.values:
-                cols[c] = rows.column(b.slots[m.out]) if c == m.column else \
-                    pa.nulls(rows.num_rows, arrow_types.field(c).type)
-            pieces.setdefault(m.target, []).append(pa.table(cols, schema=arrow_types))
-    return pieces
+class ArrowTarget(Target):
+    """A target whose packed rows reach the driver as Arrow (local, spark): split and summed
+    there."""
 
+    def split(self, view, phase: Phase, packed: pa.Table) -> Dict[str, List[pa.Table]]:
+        tags = packed.column(TAG)
+        pieces: Dict[str, List[pa.Table]] = {}
+        for b in phase.blocks:
+            rows = packed.filter(pc.equal(tags, b.tag))
+            if rows.num_rows == 0:
+                continue
+            for m in b.members:
+                schema = view.map_arrow_schema(m.target)
+                keys, values = member_columns(view, b, m)
+                cols = {k.column: rows.column(k.packed).cast(schema.field(k.column).type)
+                        for k in keys}
+                for v in values:
+                    cols[v.column] = rows.column(v.packed) if v.packed is not None else \
+                        pa.nulls(rows.num_rows, schema.field(v.column).type)
+                pieces.setdefault(m.target, []).append(pa.table(cols, schema=schema))
+        return pieces
 
-def _map_delta(view, target: str, tables: List[pa.Table]) -> pa.Table:
-    """The pieces of map `target`'s delta as one row per key; keys whose values all sum to
-    0 dropped (a delta row that changes nothing)."""
-    schema = view.map_schema(target)
-    values = list(schema.values)
-    return sum_by_key(pa.concat_tables(tables), schema.keys, values, values)
+    def sum(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
+        schema = view.map_schema(name)
+        values = list(schema.values)
+        return sum_by_key(pa.concat_tables(pieces), schema.keys, values, values)

@@ -13,37 +13,29 @@ from typing import Dict, List, Sequence
 
 from sqlglot import exp
 
+from ...frontend.spec import ViewSpec
 from ...frontend.windows import CALL, WindowFunction, fill
 from ...plan.local import types as T
 from ...plan.lower import q
-from ..state.layout import UNIT, inner_types
-
-
-
+from ..state.layout import ResultLayout, UNIT
 
 #: the alias of the projection computing the window calls that expressions read
 _CALLS = "__viewlet_calls"
-
-
 _TIE_FREE = ("array", "map", "struct")
 
 
-def inner_columns(spec, inner: Dict) -> List[str]:
-    """The inner rows' column holding each inner output (physical names)."""
-    return [c["physical"] for c in inner["columns"]]
-
-
-def _unit_columns(inner: Dict, unit: Sequence[int]) -> List[str]:
+def _unit_columns(inner: ResultLayout, unit: Sequence[int]) -> List[str]:
     """The inner rows' columns holding each unit key (an output column or a hidden key)."""
-    key_of = {gi: name for name, gi in inner["keys"]}
+    key_of = {gi: name for name, gi in inner.keys}
     return [key_of[gi] for gi in unit]
 
 
-def window_sql(spec, inner: Dict, layout: Dict, types: Dict[str, str], table: str = "{d}") -> str:
+def window_sql(spec: ViewSpec, inner: ResultLayout, layout: ResultLayout, types: Dict[str, str],
+               table: str = "{d}") -> str:
     """Spark SQL over the inner rows (`table`) giving the result rows: the outer items (cast
     to Spark's types) and the unit columns."""
     layer = spec.window
-    cols = inner_columns(spec, inner)
+    cols = inner.physical          # the inner rows' column of each inner output
     tie = [c for c in list(types) if not types[c].startswith(_TIE_FREE)]
     calls = [_function(f, cols, tie, types) for f in layer.functions]
     if layer.expressions:
@@ -65,11 +57,11 @@ def window_sql(spec, inner: Dict, layout: Dict, types: Dict[str, str], table: st
             value = fill(layer.expressions[index], lambda i: column(cols[i]),
                          lambda j: column(CALL + str(j))).sql(dialect="spark")
         items.append(f"{value} AS {q(name)}")
-    units = _unit_columns(inner, layout["unit"])
+    units = _unit_columns(inner, layout.unit)
     items += [f"{q(c)} AS {q(UNIT + str(j))}" for j, c in enumerate(units)]
     alias = q(layer.alias)
-    outer = [f"CAST({i.sql(dialect='spark')} AS {c['type']}) AS {q(c['physical'])}"
-             for i, c in zip(layer.items, layout["columns"])]
+    outer = [f"CAST({i.sql(dialect='spark')} AS {c.type}) AS {q(c.physical)}"
+             for i, c in zip(layer.items, layout.columns)]
     outer += [f"{alias}.{q(UNIT + str(j))} AS {q(UNIT + str(j))}" for j in range(len(units))]
     where = f" WHERE {layer.where.sql(dialect='spark')}" if layer.where is not None else ""
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(items)} FROM {table}) AS {alias}"
@@ -110,14 +102,15 @@ def _over(f: WindowFunction, cols: List[str], tie: List[str]) -> str:
 
 
 def window_input_types(view) -> Dict[str, str]:
-    state = view.map_schema(view.spec["view_map"])
-    return inner_types(view.spec["inner"], state.key_types)
+    """Spark's type of each column of the inner rows."""
+    definition = view.definition
+    return definition.inner.column_types(view.map_schema(definition.view_map).key_types)
 
 
 def spark_window_sql(view) -> str:
-    key = "window_sql"
-    cache = view.compiled.cache
-    if key not in cache:
-        cache[key] = window_sql(view.compiled.spec, view.spec["inner"], view.spec["result"],
-                                window_input_types(view))
-    return cache[key]
+    """The window SQL over `{d}`, for Spark; built once per view."""
+    if view.derived.window_sql is None:
+        definition = view.definition
+        view.derived.window_sql = window_sql(view.compiled.spec, definition.inner,
+                                             definition.result, window_input_types(view))
+    return view.derived.window_sql

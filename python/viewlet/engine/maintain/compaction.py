@@ -8,43 +8,43 @@ from __future__ import annotations
 import time
 from typing import Dict
 
-from ..batch.policy import too_large_to_collect
+from ..batch.policy import compacts_on_executors
 from ..runtime.progress import Progress
 from ..state.manifest import BatchRecord
-from ..state.stats import MapLayout
+from ..state.stats import BatchStats, MapLayout
 from ..state.view import LoadedView
 from . import distributed, hot
-from .grouped import zero_columns
 from .maps import compact
 
 
-def timed_compaction(view, record, changed_rows, previous, progress, merging: bool, stats):
-    """Compact maps written by appending (not by MERGE), into stats' layout and timings."""
+def timed_compaction(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
+                     previous: BatchStats, progress: Progress, stats: BatchStats) -> None:
+    """Compact the maps the batch appended to (`appended`: map -> rows; none when batches
+    MERGE their deltas), into stats' layout and timings."""
     t0 = time.perf_counter()
-    if not merging:
-        stats["layout"] = compact_appended(view, record, changed_rows,
-                                           previous.get("layout") or {}, progress)
-    stats["seconds"]["compact"] = time.perf_counter() - t0
+    if not view.settings.merging:
+        stats.layout = compact_appended(view, record, appended, previous.layout or {}, progress)
+    stats.seconds["compact"] = time.perf_counter() - t0
 
 
 def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, int],
-                     layouts: Dict, progress: Progress) -> Dict:
+                     layouts: Dict[str, MapLayout], progress: Progress) -> Dict[str, MapLayout]:
     """Compact the maps this batch appended to (`appended`: map -> rows) whose appended rows
-    or files outgrew their base (maps.py), vacuum what no version in use needs; the maps'
-    layouts for the next batch. A map too large for the driver (or any map of a view whose
+    or files outgrew their base (MapLayout.due), vacuum what no version in use needs; the
+    maps' layouts for the next batch. A map too large for the driver (or any map of a view whose
     engine is 'distributed') is compacted by Spark's executors."""
     ctx = view.ctx
     out = dict(layouts)
     for name in appended:
         path = view.map_path(name)
-        layout = MapLayout.of(layouts.get(name), None) if name in layouts else \
+        layout = layouts[name] if name in layouts else \
             MapLayout.of(None, ctx.store.snapshot(path, record.map_versions[name]))
         if layout.counted():             # this batch's append counted: no look at the files
             layout = layout.after_append(appended[name])
             due = layout.due()
         else:
             due = layout.due(ctx.store.snapshot(path))
-        if due and too_large_to_collect(view, layout):
+        if due and compacts_on_executors(view, layout):
             progress.spark().step(f"compacting map {name} on the executors")
             compacted = distributed.compact_map(view, name, record.batch)
             if compacted is not None:
@@ -53,14 +53,13 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
         elif due:
             progress.step(f"compacting map {name}")
             schema = view.map_schema(name)
-            zero = zero_columns(view, name)
-            cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
+            cluster = schema.cluster or list(range(len(schema.keys)))
             in_memory = ctx.hot_maps.peek(path)      # its rows, when hot: no read of the files
-            compacted = compact(ctx.store, path, schema.keys, list(schema.values), zero,
-                                     cluster, {"viewlet.view": view.name,
-                                               hot.COMPACTION: str(record.batch)},
-                                     rows=in_memory.all_rows() if in_memory else None,
-                                     rows_version=in_memory.version if in_memory else None)
+            compacted = compact(ctx.store, path, schema.keys, list(schema.values),
+                                view.zero_columns(name), cluster,
+                                {"viewlet.view": view.name, hot.COMPACTION: str(record.batch)},
+                                rows=in_memory.all_rows() if in_memory else None,
+                                rows_version=in_memory.version if in_memory else None)
             if compacted is not None:
                 layout, read_version, version, rows = compacted
                 hot.replace_after_compaction(view, name, read_version, version, rows)
@@ -69,5 +68,5 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
                 in_memory = ctx.hot_maps.peek(path)
                 if in_memory is not None:
                     hot.sync_after_writes(view, name, in_memory.version, record.batch, None)
-        out[name] = layout.to_json()
+        out[name] = layout
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from functools import reduce
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, functions as F
@@ -28,28 +28,30 @@ from ..batch.spark import batch_session, sum_by_keys
 from ..runtime import faults
 from ..spark.files import timestamps_as_micros, write_into
 from ..spark.io import snapshot_frame, union_all
-from ..state.manifest import BatchRecord, RESULT
+from ..state.manifest import BatchRecord, RESULT, Txn
+from ..state.stats import BatchStats, MapLayout, snapshot_rows
+from ..state.view import LoadedView
 from .hot import COMPACTION
-from .maps import MapLayout, rows_per_file
+from .maps import rows_per_file
 
 
 # -- writing the maps ---------------------------------------------------------------------
-def write_maps(view, record, totals: Dict[str, DataFrame], stats, progress) -> Dict[str, int]:
+def write_maps(view: LoadedView, record: BatchRecord, totals: Dict[str, DataFrame],
+               stats: BatchStats, progress) -> Dict[str, int]:
     """Every map's delta written by the executors and committed with the batch's transaction
     id (a map already holding it is skipped); the rows written per map."""
     ctx = view.ctx
-    txn = (view.app_id, record.batch)
+    txn = view.txn(record.batch)
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     t0 = time.perf_counter()
     changed_rows: Dict[str, int] = {}
-    merging = view.spec.get("map_writes", "append") == "merge"
     for i, (name, total) in enumerate(totals.items(), 1):
         path = view.map_path(name)
         ctx.hot_maps.evict(path)         # its rows change without passing the driver
-        if _holds(ctx, path, txn):
+        if txn.done_in(ctx.store, path):
             continue
         progress.step(f"writing the delta of map {name} on the executors ({i}/{len(totals)})")
-        if merging:
+        if view.settings.merging:
             rows = merge_map(view, name, total, txn, meta, record)
         else:
             files = write_into(ctx.store, total, path, f"b{record.batch}")
@@ -59,21 +61,17 @@ def write_maps(view, record, totals: Dict[str, DataFrame], stats, progress) -> D
             rows = sum(f.rows for f in files)
         changed_rows[name] = rows
         faults.point("batch.map_merged")
-    stats["map_rows_changed"] = changed_rows
-    stats["seconds"]["merge"] = time.perf_counter() - t0
+    stats.map_rows_changed = changed_rows
+    stats.seconds["merge"] = time.perf_counter() - t0
     return changed_rows
 
 
-def _holds(ctx, path, txn) -> bool:
-    done = ctx.store.txn_version(path, txn[0])
-    return done is not None and done >= txn[1]
-
-
-def merge_map(view, name: str, delta: DataFrame, txn, meta, record) -> int:
+def merge_map(view: LoadedView, name: str, delta: DataFrame, txn: Txn, meta,
+              record: BatchRecord) -> int:
     """`map_writes = 'merge'` on the executors: the files holding a key of the delta are
     rewritten with the delta added (rows whose support sums to 0 dropped), one commit."""
     schema = view.map_schema(name)
-    zero = view.compiled.program.maps[name].zero_columns()
+    zero = view.zero_columns(name)
     path = view.map_path(name)
     keys = delta.select(*[F.col(q(k)) for k in schema.keys]).distinct()
     old, removed = _files_holding(view.ctx, path, record.map_versions[name], keys, schema.keys)
@@ -87,7 +85,7 @@ def merge_map(view, name: str, delta: DataFrame, txn, meta, record) -> int:
     return sum(f.rows for f in files)
 
 
-def compact_map(view, name: str, batch: int) -> Optional[MapLayout]:
+def compact_map(view: LoadedView, name: str, batch: int) -> Optional[MapLayout]:
     """Rewrite map `name`'s current files as summed rows sorted by its cluster key (rows
     with a zero support dropped), written by the executors in files of a bounded size; None
     when a concurrent compaction won."""
@@ -95,17 +93,17 @@ def compact_map(view, name: str, batch: int) -> Optional[MapLayout]:
     path = view.map_path(name)
     ctx.hot_maps.evict(path)
     schema = view.map_schema(name)
-    zero = view.compiled.program.maps[name].zero_columns()
+    zero = view.zero_columns(name)
     snap = ctx.store.snapshot(path, ctx.store.version(path))
-    spark = batch_session(view, sum(s.rows or 0 for s in snap.stats or ()))
+    total = snapshot_rows(snap)
+    spark = batch_session(view, total)
     with timestamps_as_micros(spark):
         rows = snapshot_frame(spark, snap, schema.keys + list(schema.values))
         summed = sum_by_keys(rows, schema.keys, schema.values) \
             .where(" OR ".join(f"{q(c)} <> 0" for c in zero))
-        cluster = view.spec["maps"][name].get("cluster") or list(range(len(schema.keys)))
+        cluster = schema.cluster or list(range(len(schema.keys)))
         if schema.keys:
             summed = summed.orderBy(*[F.col(q(schema.keys[j])).asc_nulls_first() for j in cluster])
-        total = sum(s.rows or 0 for s in snap.stats or ())
         files = write_into(ctx.store, summed, path, f"c{batch}", rows_per_file(total))
     removed = list(ctx.store.file_paths(path, snap.version).values())
     try:
@@ -118,16 +116,17 @@ def compact_map(view, name: str, batch: int) -> Optional[MapLayout]:
 
 
 # -- the result table ---------------------------------------------------------------------
-def write_result(view, record, spark, totals: Dict[str, DataFrame], stats, progress) -> None:
+def write_result(view: LoadedView, record: BatchRecord, spark, totals: Dict[str, DataFrame],
+                 stats: BatchStats, progress) -> None:
     """The touched groups' result rows computed from their new state on the executors, and
     the result table's files holding those groups rewritten in one commit."""
     t0 = time.perf_counter()
     ctx = view.ctx
-    state_name = view.spec["view_map"]
+    state_name = view.definition.view_map
     schema = view.map_schema(state_name)
     multisets = multiset_params(view.compiled.spec)
     sources = [m for m in [state_name] + list(multisets) if m in totals]
-    stats["result_rows_changed"] = 0
+    stats.result_rows_changed = 0
     if not sources:
         return
     progress.step("computing the result rows of the touched groups on the executors")
@@ -150,7 +149,7 @@ def write_result(view, record, spark, totals: Dict[str, DataFrame], stats, progr
             old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(m), record.map_versions[m]),
                                  ms.keys + list(ms.values))
             if touched is not None:
-                old = _semi(old, touched, group, schema.keys)
+                old = _join(old, touched, group, schema.keys, "left_semi")
             rows = [old]
             if m in totals:
                 rows.append(totals[m].select(*old.columns))
@@ -160,30 +159,31 @@ def write_result(view, record, spark, totals: Dict[str, DataFrame], stats, progr
         ins = spark.sql(rows_sql, s=new_state, **frames)
         ins = ins.selectExpr(*[f"CAST({q(c)} AS {f.dataType.simpleString()}) AS {q(c)}"
                                for c, f in zip(columns, out_schema.fields)])
-        key_of = {name: gi for name, gi in view.spec["result"]["keys"]}
+        key_of = view.definition.result.key_of()
         keys = [(c, schema.keys[key_of[c]], out_schema[c].dataType.simpleString())
                 for c in columns if c in key_of]
         groups = new_state.selectExpr(*[f"CAST({q(sk)} AS {t}) AS {q(c)}" for c, sk, t in keys]) \
             .distinct() if keys else None
-        stats["result_rows_changed"] = new_state.count()
+        stats.result_rows_changed = new_state.count()
         progress.step("rewriting the result table's files of the touched groups")
         _rewrite_result(view, record, ins, groups, [c for c, _, _ in keys])
     finally:
         new_state.unpersist()
-    stats["seconds"]["merge_result"] = time.perf_counter() - t0
+    stats.seconds["merge_result"] = time.perf_counter() - t0
 
 
-def _new_state(view, record, spark, delta: Optional[DataFrame], touched) -> DataFrame:
+def _new_state(view: LoadedView, record: BatchRecord, spark, delta: Optional[DataFrame],
+               touched) -> DataFrame:
     """Each touched group's state at batch end: its batch-start row plus its delta (a group
     only a multiset touched has a zero delta), groups no delta touched left out."""
-    state_name = view.spec["view_map"]
+    state_name = view.definition.view_map
     schema = view.map_schema(state_name)
     ctx = view.ctx
     cols = schema.keys + list(schema.values)
     old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(state_name),
                                                    record.map_versions[state_name]), cols)
     if touched is not None:             # only the touched groups' rows are shuffled
-        old = _semi(old, touched, schema.keys, schema.keys)
+        old = _join(old, touched, schema.keys, schema.keys, "left_semi")
     zeros = [f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema.values.items()]
     parts = [old.selectExpr(*[q(c) for c in cols], "0 AS __viewlet_touched")]
     if delta is not None:
@@ -200,21 +200,32 @@ def _new_state(view, record, spark, delta: Optional[DataFrame], touched) -> Data
     return spark.sql(sql, d=union_all(parts))
 
 
-def _semi(rows: DataFrame, touched: DataFrame, columns, touched_columns) -> DataFrame:
-    """`rows` whose `columns` equal (NULL-safe) the `touched_columns` of a touched row."""
+def _join(rows: DataFrame, touched: DataFrame, columns, touched_columns, how: str) -> DataFrame:
+    """`rows` whose `columns` equal (NULL-safe) the `touched_columns` of a touched row
+    (`how`: left_semi), or those whose do not (left_anti)."""
     t = touched.toDF(*[f"__t{i}" for i in range(len(touched_columns))])
     cond = reduce(lambda a, b: a & b, [rows[q(c)].eqNullSafe(t[f"__t{i}"])
                                        for i, c in enumerate(columns)])
-    return rows.join(t, cond, "left_semi")
+    return rows.join(t, cond, how)
 
 
-def _rewrite_result(view, record, ins: DataFrame, groups: Optional[DataFrame], keys) -> None:
+def _files_with(snap, keys: DataFrame, key_columns) -> List[str]:
+    """The names of the snapshot's files holding a row whose `key_columns` are one of the
+    rows of `keys` (found by a Spark join: only file names reach the driver)."""
+    rows = snapshot_frame(keys.sparkSession, snap, key_columns) \
+        .select("*", F.col("_metadata.file_name").alias("__viewlet_file"))
+    return sorted({r[0] for r in _join(rows, keys, key_columns, key_columns, "left_semi")
+                   .select("__viewlet_file").distinct().collect()})
+
+
+def _rewrite_result(view: LoadedView, record: BatchRecord, ins: DataFrame,
+                    groups: Optional[DataFrame], keys) -> None:
     """Replace the result files holding a touched group by their other rows plus `ins`,
     one commit with the batch's transaction id (a global aggregate: every file)."""
     ctx = view.ctx
     path = view.result_path
-    txn = (view.app_id, record.batch)
-    if _holds(ctx, path, txn):
+    txn = view.txn(record.batch)
+    if txn.done_in(ctx.store, path):
         return
     version = record.map_versions[RESULT]
     snap = ctx.store.snapshot(path, version)
@@ -223,20 +234,13 @@ def _rewrite_result(view, record, ins: DataFrame, groups: Optional[DataFrame], k
     if groups is None:
         hit = set(by_name)
     else:
-        rows = snapshot_frame(spark, snap, keys) if snap.files else None
-        hit = set() if rows is None else {r[0] for r in _semi(
-            rows.select("*", F.col("_metadata.file_name").alias("__viewlet_file")),
-            groups, keys, keys).select("__viewlet_file").distinct().collect()}
+        hit = set(_files_with(snap, groups, keys)) if snap.files else set()
     parts = [ins]
     if hit:
         kept = snapshot_frame(spark, replace(snap, files=tuple(by_name[n] for n in sorted(hit)),
                                              stats=None), ins.columns)
         if groups is not None:
-            t = groups.toDF(*[f"__t{i}" for i in range(len(keys))])
-            cond = reduce(lambda a, b: a & b, [kept[q(c)].eqNullSafe(t[f"__t{i}"])
-                                               for i, c in enumerate(keys)])
-            kept = kept.join(t, cond, "left_anti")
-            parts.insert(0, kept)
+            parts.insert(0, _join(kept, groups, keys, keys, "left_anti"))
     files = write_into(ctx.store, union_all(parts), path, f"b{record.batch}")
     if not files and not hit:
         return
@@ -255,13 +259,7 @@ def _files_holding(ctx, path: str, version: int, keys: DataFrame, key_columns):
         return None, []
     spark = keys.sparkSession
     by_name = {f.rsplit("/", 1)[-1]: f for f in snap.files}
-    if key_columns:
-        rows = snapshot_frame(spark, snap, key_columns) \
-            .select("*", F.col("_metadata.file_name").alias("__viewlet_file"))
-        hit = sorted({r[0] for r in _semi(rows, keys, key_columns, key_columns)
-                      .select("__viewlet_file").distinct().collect()})
-    else:
-        hit = sorted(by_name)
+    hit = _files_with(snap, keys, key_columns) if key_columns else sorted(by_name)
     if not hit:
         return None, []
     old = snapshot_frame(spark, replace(snap, files=tuple(by_name[n] for n in hit), stats=None))
@@ -269,13 +267,14 @@ def _files_holding(ctx, path: str, version: int, keys: DataFrame, key_columns):
     return old, [paths[n] for n in hit]
 
 
-def recompute(view, record: BatchRecord, txn, stats: Dict, frame: DataFrame) -> None:
+def recompute(view: LoadedView, record: BatchRecord, txn: Txn, stats: BatchStats,
+              frame: DataFrame) -> None:
     """Depth 0: the result table's files replaced by the recomputed rows, written by the
     executors, in one commit with the batch's transaction id."""
     ctx = view.ctx
     t0 = time.perf_counter()
     path = view.result_path
-    if _holds(ctx, path, txn):
+    if txn.done_in(ctx.store, path):
         return
     version = ctx.store.version(path)
     with timestamps_as_micros(frame.sparkSession):
@@ -284,5 +283,5 @@ def recompute(view, record: BatchRecord, txn, stats: Dict, frame: DataFrame) -> 
                            {"viewlet.view": view.name, "viewlet.batch": str(record.batch)},
                            read_version=version)
     faults.point("batch.result_merged")
-    stats["result_rows_changed"] = sum(f.rows for f in files)
-    stats["seconds"]["recompute"] = time.perf_counter() - t0
+    stats.result_rows_changed = sum(f.rows for f in files)
+    stats.seconds["recompute"] = time.perf_counter() - t0

@@ -6,6 +6,7 @@ and the output expressions are evaluated over it by the local target or by Spark
 from __future__ import annotations
 
 import logging
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -15,7 +16,6 @@ from ..batch.local import LOCAL_FAILURES, local_result_rows
 from ..batch.result_sql import multiset_params, result_schema, result_sql
 from ..runtime.progress import Progress
 from ..spark.io import arrow_frame, arrow_schema, frame_arrow
-from ..state.layout import inner_layout
 from ..state.manifest import BatchRecord
 from ..state.maps import hot_map, rows_by_keys
 from ..state.view import LoadedView
@@ -30,12 +30,32 @@ OP = "__viewlet_op"
 def result_maps(view: LoadedView) -> List[str]:
     """The maps a group's result row is derived from: the view state, the multisets the
     outputs read."""
-    return [view.spec["view_map"]] + list(multiset_params(view.compiled.spec))
+    return [view.definition.view_map] + list(multiset_params(view.compiled.spec))
 
 
-def zero_columns(view: LoadedView, name: str) -> List[str]:
-    """The columns whose sums all 0 mean a map row is gone."""
-    return view.compiled.program.maps[name].zero_columns()
+def group_tuples(rows: pa.Table, columns: Sequence[str]) -> List[tuple]:
+    """Each row's values of `columns` as a hashable tuple (NULL equal to NULL, NaN to NaN):
+    the group (or window unit) a row belongs to."""
+    if not columns:
+        return [()] * rows.num_rows
+    data = [rows.column(c).to_pylist() for c in columns]
+    return [tuple("\x00nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
+            for values in zip(*data)]
+
+
+def tagged(rows: pa.Table, op: str) -> pa.Table:
+    """`rows` as MERGE source rows of operation `op` ('ins' or 'del')."""
+    return rows.append_column(OP, pa.array([op] * rows.num_rows, pa.string()))
+
+
+def touched_state(view: LoadedView, deltas: Dict[str, pa.Table]) -> pa.Table:
+    """The state's delta, plus a row of zeros for each group only a multiset's delta
+    touched (an UPDATE moving a MIN changes a multiset, not the state)."""
+    state_name = view.definition.view_map
+    keys = view.map_schema(state_name).keys
+    return pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), keys,
+                      [(deltas[m], view.map_schema(m).keys[:len(keys)])
+                       for m in result_maps(view)[1:] if deltas.get(m) is not None])
 
 
 def result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
@@ -47,28 +67,24 @@ def result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Ta
     the delta) is built on the driver; Spark evaluates the output expressions over it (a
     projection of a local relation, unless multisets are aggregated or bag copies need a
     generator), with the multisets' batch-start rows of those groups plus their deltas."""
-    state_name = view.spec["view_map"]
+    state_name = view.definition.view_map
     schema = view.map_schema(state_name)
-    delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
-                             [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
-                              for m in result_maps(view)[1:] if deltas.get(m) is not None])
+    delta_state = touched_state(view, deltas)
     new_state = add_at_keys(rows_by_keys(view, state_name, record.map_versions[state_name],
-                                             delta_state, schema.keys),
+                                         delta_state, schema.keys),
                             delta_state, schema.keys, list(schema.values))
     multisets = multiset_rows(view, record, deltas, new_state, len(schema.keys))
     _, columns = result_sql(view)
-    out_schema = result_arrow_schema(view, columns)
+    out_schema = result_arrow_schema(view)
     ins = state_rows(view, new_state, multisets, local, progress)
     dels = {}
-    key_of = {name: gi for name, gi in inner_layout(view.spec)["keys"]}
+    key_of = view.definition.state_layout.key_of()
     for col in columns:
         field = out_schema.field(col)
         dels[col] = new_state.column(schema.keys[key_of[col]]).cast(field.type) if col in key_of \
             else pa.nulls(new_state.num_rows, field.type)
     dels = pa.table(dels, schema=out_schema)
-    return pa.concat_tables([
-        ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())),
-        dels.append_column(OP, pa.array(["del"] * dels.num_rows, pa.string()))])
+    return pa.concat_tables([tagged(ins, "ins"), tagged(dels, "del")])
 
 
 def multiset_rows(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
@@ -93,8 +109,8 @@ def state_rows(view: LoadedView, state: pa.Table, multisets: Dict[str, pa.Table]
     rows, on the local target when `local` (Spark if it fails), else on Spark; `wrap`:
     Spark SQL over the rows query (`{d}`) the Spark target evaluates instead."""
     ctx = view.ctx
-    rows_sql, columns = result_sql(view)
-    out_schema = result_arrow_schema(view, columns)
+    rows_sql, _ = result_sql(view)
+    out_schema = result_arrow_schema(view)
     if local:
         try:
             return local_result_rows(view, state, multisets, out_schema)
@@ -126,19 +142,19 @@ def whole_state(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tabl
         if deltas.get(name) is not None:
             parts.append(deltas[name].select(arrow.names).cast(arrow))
         out[name] = sum_by_key(pa.concat_tables(parts), schema.keys, list(schema.values),
-                               zero_columns(view, name))
-    state = out.pop(view.spec["view_map"])
-    if inner_layout(view.spec)["global"] and state.num_rows == 0:     # one row, over no rows
+                               view.zero_columns(name))
+    state = out.pop(view.definition.view_map)
+    if view.definition.state_layout.is_global and state.num_rows == 0:    # one row, over none
         state = pa.table({f.name: pa.array([0], f.type) for f in state.schema}, schema=state.schema)
     params = multiset_params(view.compiled.spec)
     return state, {params[name]: rows for name, rows in out.items()}
 
 
-def result_arrow_schema(view: LoadedView, columns) -> pa.Schema:
-    cache = view.compiled.cache
-    if "result_arrow" not in cache:
-        cache["result_arrow"] = arrow_schema(result_schema(view, columns))
-    return cache["result_arrow"]
+def result_arrow_schema(view: LoadedView) -> pa.Schema:
+    """The Arrow schema of the state's result rows (result_sql's columns); built once."""
+    if view.derived.result_arrow is None:
+        view.derived.result_arrow = arrow_schema(result_schema(view, result_sql(view)[1]))
+    return view.derived.result_arrow
 
 
 def pad_groups(delta: Optional[pa.Table], schema: pa.Schema, keys: Sequence[str],

@@ -1,4 +1,4 @@
-"""Keeping a view's hot maps (engine/local/hotmaps.py) equal to their Delta tables.
+"""Keeping a view's hot maps (local/hotmaps.py) equal to their Delta tables.
 
 A hot map is read only at the exact Delta version it holds. After a batch writes a map, the
 commits since the batch's start version are read back from the Delta log: when they are this
@@ -14,7 +14,7 @@ import pyarrow as pa
 
 #: commit operations that leave a map's rows as they were
 _KEEPING = {"VACUUM START", "VACUUM END"}
-COMPACTION = "viewlet.compaction"     # commit metadata of a map compaction (views.py)
+COMPACTION = "viewlet.compaction"     # commit metadata of a map compaction (compaction.py)
 
 
 def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[pa.Table],

@@ -20,7 +20,7 @@ when the appended rows outgrow the base or the appended files reach COMPACT_FILE
 from __future__ import annotations
 
 from collections import Counter
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,11 +29,15 @@ from ...calculus.ir import Domain, Groups, MapRef, Nested
 from ...compiler.program import Program
 from ...plan.lower import batch_origins
 from ...storage.arrow import sum_by_key
+from ..runtime import faults
+from ..runtime.progress import Progress
+from ..state.manifest import BatchRecord
 from ..state.stats import MapLayout
+from ..state.view import LoadedView
+from . import hot
 
 ROWS_PER_FILE = 32768
 MAX_FILES = 64
-MAP_WRITES = ("append", "merge")   # how batches write map deltas (view option map_writes)
 
 
 def cluster_order(program: Program, name: str) -> List[int]:
@@ -100,3 +104,32 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
     after = store.snapshot(path, store.version(path))
     return MapLayout(len(after.files), data.num_rows, 0, 0), snap.version, after.version, data
 
+
+def write_deltas(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
+                 progress: Progress) -> Dict[str, int]:
+    """Every map's delta written with the batch's transaction id, appended (or MERGEd, view
+    option map_writes = 'merge'), and the map's hot rows moved on with it; the rows written
+    per map."""
+    ctx = view.ctx
+    txn = view.txn(record.batch)
+    meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
+    changed_rows = {}
+    merging = view.settings.merging
+    names = [name for name, total in deltas.items() if total.num_rows]
+    for i, name in enumerate(names, 1):
+        total = deltas[name]
+        progress.step(f"{'merging' if merging else 'appending'} the delta of map {name} "
+                      f"({i}/{len(names)}, {total.num_rows} rows)")
+        changed_rows[name] = total.num_rows
+        if merging:
+            schema = view.map_schema(name)
+            written = ctx.store.merge_add(view.map_path(name), total, schema.keys,
+                                          list(schema.values), view.zero_columns(name), txn,
+                                          metadata=meta)
+        else:
+            written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
+        if written:
+            faults.point("batch.map_merged")
+        hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total,
+                              written if isinstance(written, int) else None)
+    return changed_rows

@@ -9,8 +9,9 @@ from pyspark.sql import DataFrame
 
 from ..runtime import faults
 from ..spark.io import frame_arrow
-from ..state.manifest import BatchRecord
+from ..state.manifest import BatchRecord, Txn
 from ..state.program import parts_key
+from ..state.stats import BatchStats
 from ..state.tables import bind_tables, relation_frame
 from ..state.view import LoadedView
 
@@ -20,25 +21,22 @@ def recompute_frame(view: LoadedView, record: BatchRecord) -> DataFrame:
     ctx = view.ctx
     frames = {view.table_path(r): relation_frame(ctx, view.compiled.spec.tables[r], to)
               for r, (_, to) in record.ranges.items()}
-    refs = view.spec["refs"]
-    text, params = bind_tables(view.spec["sql"], frames, lambda parts: refs[parts_key(parts)]["id"])
-    return ctx.spark.sql(text, **params).toDF(*[c["physical"] for c in view.spec["result"]["columns"]])
+    definition = view.definition
+    text, params = bind_tables(definition.sql, frames,
+                               lambda parts: definition.refs[parts_key(parts)].id)
+    return ctx.spark.sql(text, **params).toDF(*definition.result.physical)
 
 
-def overwrite(view: LoadedView, record: BatchRecord, txn, stats):
-    """Depth 0: evaluate the defining query over the batch's end versions, replace the rows."""
+def overwrite(view: LoadedView, record: BatchRecord, txn: Txn, stats: BatchStats) -> None:
+    """Depth 0: evaluate the defining query over the batch's end versions, replace the rows
+    (through the driver)."""
     ctx = view.ctx
     t0 = time.perf_counter()
-    if committed(ctx, view.result_path, txn):
+    if txn.done_in(ctx.store, view.result_path):
         return
     data = frame_arrow(recompute_frame(view, record))
     ctx.store.overwrite(view.result_path, data, txn=txn,
                         metadata={"viewlet.view": view.name, "viewlet.batch": str(record.batch)})
     faults.point("batch.result_merged")
-    stats["result_rows_changed"] = data.num_rows
-    stats["seconds"]["recompute"] = time.perf_counter() - t0
-
-
-def committed(ctx, path, txn) -> bool:
-    done = ctx.store.txn_version(path, txn[0])
-    return done is not None and done >= txn[1]
+    stats.result_rows_changed = data.num_rows
+    stats.seconds["recompute"] = time.perf_counter() - t0

@@ -4,8 +4,8 @@ The inner query (the view without ORDER BY / LIMIT) is maintained as any view: i
 maps. Next to them the view keeps its *ordered table*: the first `capacity` rows of the inner
 query in the view's order (the wanted offset + limit rows plus slack), and the result table
 holds rows offset .. offset + limit of it. A batch produces the new rows of the groups it
-touched (views.py `result_source`); here they replace those groups' rows in the ordered
-table:
+touched (maintain/grouped.py `result_source`); here they replace those groups' rows in the
+ordered table:
 
   kept     the ordered rows of untouched groups (still the first rows of the untouched ones)
   added    the touched groups' new rows that sort before the old last ordered row (rows after
@@ -14,7 +14,7 @@ table:
   new      kept + added in order, cut to `capacity` (then no longer complete)
 
 Only when deletes leave fewer than offset + limit rows and the table is not complete does
-the batch recompute the ordered rows from the whole view state (`recompute`). The order is
+the batch recompute the ordered rows from the whole view state. The order is
 total: ORDER BY items with Spark's semantics (NULLS FIRST / LAST, NaN above every number,
 -0.0 = 0.0, strings by their UTF-8 bytes), then every output column ascending with NULLs
 first, then the hidden group keys: Spark breaks ties arbitrarily, Viewlet by those columns.
@@ -22,7 +22,6 @@ Arrays, maps and structs take no part in tie-breaking (Arrow cannot sort them).
 """
 from __future__ import annotations
 
-import math
 from typing import Dict, List, Sequence, Tuple
 
 import pyarrow as pa
@@ -30,18 +29,17 @@ import pyarrow.compute as pc
 
 from ...frontend.ordering import TopN
 from ...plan.lower import q
-from ..batch.result_sql import result_sql
 from ..runtime import faults
 from ..runtime.progress import Progress
-from ..state.layout import result_types
-from ..state.manifest import BatchRecord, ORDERED
+from ..state.layout import ResultLayout
+from ..state.manifest import BatchRecord, ORDERED, Txn
+from ..state.stats import BatchStats, OrderedStats
 from ..state.view import LoadedView
-from .grouped import OP, result_arrow_schema, state_rows, whole_state
+from .grouped import OP, group_tuples, result_arrow_schema, state_rows, whole_state
 
 #: slack rows kept beyond offset + limit: at least this many (or offset + limit), at most the cap
 SLACK_MIN, SLACK_MAX = 16, 1000
 _ORIGIN = "__viewlet_origin"
-STATS = "ordered"
 
 SortKeys = List[Tuple[str, bool, bool]]        # (column, descending, nulls first)
 
@@ -51,18 +49,13 @@ def capacity(top: TopN) -> int:
     return n + min(max(n, SLACK_MIN), SLACK_MAX)
 
 
-def sort_keys(top: TopN, layout: Dict) -> SortKeys:
+def sort_keys(top: TopN, layout: ResultLayout) -> SortKeys:
     """The view's total order over result-table rows: the ORDER BY items, then the output
     columns, then the hidden group keys (ascending, NULLs first)."""
-    physical = [c["physical"] for c in layout["columns"]]
+    physical = layout.physical
     keys = [(physical[i.column], i.desc, i.nulls_first) for i in top.items]
-    keys += [(c, False, True) for c in physical + list(layout["hidden"])]
+    keys += [(c, False, True) for c in physical + list(layout.hidden)]
     return keys
-
-
-def identity_columns(layout: Dict) -> List[str]:
-    """The columns naming a row's state group (the result MERGE's keys)."""
-    return [name for name, _ in layout["keys"]]
 
 
 def _orderable(t: pa.DataType) -> bool:
@@ -97,15 +90,6 @@ def sort_rows(rows: pa.Table, keys: SortKeys) -> pa.Table:
     return rows.take(pc.sort_indices(pa.table(columns), sort_keys=order))
 
 
-def _identities(rows: pa.Table, columns: Sequence[str]) -> List[tuple]:
-    """Each row's group as a hashable tuple (NULL equal to NULL, NaN to NaN)."""
-    if not columns:
-        return [()] * rows.num_rows
-    data = [rows.column(c).to_pylist() for c in columns]
-    return [tuple("\x00nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
-            for values in zip(*data)]
-
-
 def first_rows(rows: pa.Table, top: TopN, keys: SortKeys) -> Tuple[pa.Table, bool]:
     """The ordered table over all rows of the inner query (`rows`, maybe cut to at least
     capacity + 1 rows by `prefilter_sql`): the first `capacity`, and whether that is all."""
@@ -117,8 +101,8 @@ def first_rows(rows: pa.Table, top: TopN, keys: SortKeys) -> Tuple[pa.Table, boo
 def maintain(table: pa.Table, complete: bool, source: pa.Table, top: TopN, keys: SortKeys,
              identity: Sequence[str]) -> Tuple[pa.Table, bool, bool]:
     """One batch: the ordered table (`table`, in order) with the touched groups' rows
-    replaced by their new ones (`source`: views.py's MERGE source, a 'del' row per touched
-    group and the new rows as 'ins'). Returns the new table, whether it is complete, and
+    replaced by their new ones (`source`: maintain/grouped.py's MERGE source, a 'del' row
+    per touched group and the new rows as 'ins'). Returns the new table, whether it is complete, and
     whether it is short (fewer rows than offset + limit while rows may be missing: the
     caller recomputes it from the view state)."""
     if not complete and table.num_rows == 0:
@@ -127,8 +111,8 @@ def maintain(table: pa.Table, complete: bool, source: pa.Table, top: TopN, keys:
     dels = source.filter(pc.equal(ops, "del"))
     ins = source.filter(pc.equal(ops, "ins")).drop_columns([OP]).select(table.schema.names) \
         .cast(table.schema)
-    touched = set(_identities(dels, identity))
-    kept = table.filter(pa.array([i not in touched for i in _identities(table, identity)],
+    touched = set(group_tuples(dels, identity))
+    kept = table.filter(pa.array([i not in touched for i in group_tuples(table, identity)],
                                  pa.bool_())) if touched else table
     parts = [kept.append_column(_ORIGIN, pa.array([0] * kept.num_rows, pa.int8())),
              ins.append_column(_ORIGIN, pa.array([1] * ins.num_rows, pa.int8()))]
@@ -170,40 +154,35 @@ def _complex(spark_type: str) -> bool:
     return spark_type.startswith(("array", "map", "struct"))
 
 
-def stats_of(previous: Dict) -> Dict:
-    """The ordered table's state after the previous batch (CREATE's stats for batch 1)."""
-    return dict((previous or {}).get(STATS) or {"complete": False})
+def result_types(view: LoadedView) -> Dict[str, str]:
+    """Spark's type of each result-table column (the prefilter leaves out unorderable ones)."""
+    definition = view.definition
+    return definition.result.column_types(view.map_schema(definition.view_map).key_types)
 
 
-__all__ = ["capacity", "sort_keys", "identity_columns", "sort_rows", "first_rows", "maintain",
-           "visible", "prefilter_sql", "stats_of", "STATS"]
-
-
-def apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Table, stats: Dict,
-                   txn, meta, progress: Progress):
+def apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Table,
+                  stats: BatchStats, txn: Txn, meta, progress: Progress):
     """A top-N view's batch: the touched groups' rows (`source`, the MERGE source a view
     without ORDER BY applies) replace theirs in the ordered table, recomputed from the whole
     state only when deletes leave it short; the ordered and result tables are rewritten
-    when they changed (engine/ordered.py)."""
-    ctx, top, layout = view.ctx, view.top_n, view.spec["result"]
+    when they changed. `stats.ordered`: the previous batch's, then this batch's."""
+    ctx, top, layout = view.ctx, view.top_n, view.definition.result
     keys = sort_keys(top, layout)
     version = record.map_versions[ORDERED]
-    cached = view.compiled.cache.get(ORDERED)
+    cached = view.runtime.ordered
     old = cached[1] if cached is not None and cached[0] == version else \
         sort_rows(ctx.store.read_arrow(view.ordered_path, version), keys)
-    old = old.select(source.schema.names[:-1]).cast(result_arrow_schema(view, result_sql(view)[1]))
-    previous = stats[STATS]
-    table, complete, short = maintain(old, previous.get("complete", False), source, top,
-                                              keys, identity_columns(layout))
+    old = old.select(source.schema.names[:-1]).cast(result_arrow_schema(view))
+    table, complete, short = maintain(old, stats.ordered.complete, source, top, keys,
+                                      layout.key_names)
     if short:
         progress.step("recomputing the ordered rows from the view state")
         state, multisets = whole_state(view, record, deltas)
-        local = stats.get("engine") == "local"
+        local = stats.engine == "local"
         rows = state_rows(view, state, multisets, local, progress, None if local else
-                           prefilter_sql("SELECT * FROM {d}", top, keys, result_types(
-                               layout, view.spec["maps"], view.compiled)))
+                          prefilter_sql("SELECT * FROM {d}", top, keys, result_types(view)))
         table, complete = first_rows(rows, top, keys)
-    stats[STATS] = {"complete": complete, "rows": table.num_rows, "recomputed": short}
+    stats.ordered = OrderedStats(complete, table.num_rows, short)
     if table.equals(old):
         return
     progress.step("writing the ordered rows")
@@ -213,5 +192,5 @@ def apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Tabl
         progress.step("writing the result table")
         ctx.store.overwrite(view.result_path, shown, txn=txn, metadata=meta)
         faults.point("batch.result_merged")
-        stats["result_rows_changed"] = shown.num_rows
-    view.compiled.cache[ORDERED] = (ctx.store.version(view.ordered_path), table)
+        stats.result_rows_changed = shown.num_rows
+    view.runtime.ordered = (ctx.store.version(view.ordered_path), table)

@@ -12,18 +12,13 @@ columns, and one MERGE replaces the touched units' rows. A window without PARTIT
 partitioned by values that are no group key (an aggregate, an expression), has one unit:
 the batch recomputes the window over every row of the state and rewrites the result table.
 
-A window call inside an expression of the window query is computed as a column of its own
-first (a projection below the window query's columns), and the expression over it then,
-so Spark and DuckDB evaluate it alike.
-
-The window SQL is built once per view, as Spark SQL over the inner rows; the local target
-runs its translation for DuckDB (plan/local/translate.py), which refuses a window function it
+The window SQL (batch/window_sql.py) is built once per view, as Spark SQL over the inner
+rows; the local target runs its translation for DuckDB, which refuses a window function it
 cannot reproduce exactly (then the view's batches run on Spark).
 """
 from __future__ import annotations
 
 import logging
-import math
 from typing import Dict, List, Sequence
 
 import pyarrow as pa
@@ -37,12 +32,11 @@ from ..batch.local import LOCAL_FAILURES, local_window_rows
 from ..batch.window_sql import spark_window_sql
 from ..runtime.progress import Progress
 from ..spark.io import arrow_schema
-from ..state.layout import unit_keys
+from ..state.layout import ResultLayout, unit_keys
 from ..state.manifest import BatchRecord
 from ..state.maps import rows_by_keys
 from ..state.view import LoadedView
-from .grouped import (OP, multiset_rows, pad_groups, result_maps, state_rows, whole_state,
-                      zero_columns)
+from .grouped import group_tuples, multiset_rows, state_rows, tagged, touched_state, whole_state
 
 log = logging.getLogger("viewlet")
 
@@ -56,30 +50,23 @@ def touched_units(delta_state: pa.Table, state_keys: Sequence[str], unit: Sequen
 def rows_in_units(rows: pa.Table, columns: Sequence[str], units: pa.Table,
                   unit_columns: Sequence[str]) -> pa.Table:
     """The rows of `rows` whose `columns` hold one of the units' values (NULL equal NULL)."""
-    wanted = set(_tuples(units, unit_columns))
+    wanted = set(group_tuples(units, unit_columns))
     if not rows.num_rows:
         return rows
-    return rows.filter(pa.array([t in wanted for t in _tuples(rows, columns)], pa.bool_()))
+    return rows.filter(pa.array([t in wanted for t in group_tuples(rows, columns)], pa.bool_()))
 
 
-def _tuples(table: pa.Table, columns: Sequence[str]) -> List[tuple]:
-    data = [table.column(c).to_pylist() for c in columns]
-    return [tuple("\x00nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
-            for values in zip(*data)]
-
-
-def deletes(units: pa.Table, unit_columns: Sequence[str], layout: Dict, schema: pa.Schema,
-            op: str) -> pa.Table:
+def deletes(units: pa.Table, unit_columns: Sequence[str], layout: ResultLayout,
+            schema: pa.Schema) -> pa.Table:
     """A 'del' row per touched unit: its unit columns set, the rest NULL."""
     cols = {}
-    names = [k for k, _ in layout["keys"]]
+    names = layout.key_names
     for f in schema:
         if f.name in names:
             cols[f.name] = units.column(unit_columns[names.index(f.name)]).cast(f.type)
         else:
             cols[f.name] = pa.nulls(units.num_rows, f.type)
-    out = pa.table(cols, schema=schema)
-    return out.append_column(op, pa.array(["del"] * out.num_rows, pa.string()))
+    return tagged(pa.table(cols, schema=schema), "del")
 
 
 def describe(spec, depth) -> List[str]:
@@ -124,33 +111,28 @@ def _key_text(spec, gi: int) -> str:
 
 def window_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
                    local: bool, progress: Progress):
-    """A windowed view's batch (engine/windowed.py): (MERGE source replacing the rows of the
-    units the batch touched, None), or (None, every result row) when the window has one
-    unit."""
-    layout = view.spec["result"]
-    state_name = view.spec["view_map"]
+    """A windowed view's batch: (MERGE source replacing the rows of the units the batch
+    touched, None), or (None, every result row) when the window has one unit."""
+    layout = view.definition.result
+    state_name = view.definition.view_map
     schema = view.map_schema(state_name)
     out_schema = window_arrow_schema(view)
-    if not layout["unit"]:
+    if not layout.unit:
         state, multisets = whole_state(view, record, deltas)
         return None, window_rows(view, state, multisets, local, progress, out_schema)
-    delta_state = pad_groups(deltas.get(state_name), view.map_arrow_schema(state_name), schema.keys,
-                             [(deltas[m], view.map_schema(m).keys[:len(schema.keys)])
-                              for m in result_maps(view)[1:] if deltas.get(m) is not None])
-    unit_keys = [schema.keys[gi] for gi in layout["unit"]]
-    units = touched_units(delta_state, schema.keys, layout["unit"])
+    delta_state = touched_state(view, deltas)
+    unit_keys = [schema.keys[gi] for gi in layout.unit]
+    units = touched_units(delta_state, schema.keys, layout.unit)
     old = rows_by_keys(view, state_name, record.map_versions[state_name], units, unit_keys)
     old = rows_in_units(old, unit_keys, units, unit_keys)
     arrow = view.map_arrow_schema(state_name)
     state = sum_by_key(pa.concat_tables([old.select(arrow.names).cast(arrow),
                                          delta_state.select(arrow.names).cast(arrow)]),
-                       schema.keys, list(schema.values), zero_columns(view, state_name))
+                       schema.keys, list(schema.values), view.zero_columns(state_name))
     multisets = multiset_rows(view, record, deltas, state, len(schema.keys))
     ins = window_rows(view, state, multisets, local, progress, out_schema)
-    dels = deletes(units, unit_keys, layout, out_schema, OP)
-    source = pa.concat_tables([
-        ins.append_column(OP, pa.array(["ins"] * ins.num_rows, pa.string())), dels])
-    return source, None
+    dels = deletes(units, unit_keys, layout, out_schema)
+    return pa.concat_tables([tagged(ins, "ins"), dels]), None
 
 
 def window_rows(view, state, multisets, local, progress, out_schema) -> pa.Table:
@@ -167,11 +149,11 @@ def window_rows(view, state, multisets, local, progress, out_schema) -> pa.Table
 
 
 def window_arrow_schema(view: LoadedView) -> pa.Schema:
-    cache = view.compiled.cache
-    if "window_arrow" not in cache:
-        layout = view.spec["result"]
-        cols = [(c["physical"], c["type"]) for c in layout["columns"]] + \
-            [(name, t) for (name, _), t in zip(layout["keys"], layout["unit_types"])]
-        cache["window_arrow"] = arrow_schema(StructType.fromDDL(
+    """The Arrow schema of the result table's rows (the window layer's); built once."""
+    if view.derived.window_arrow is None:
+        layout = view.definition.result
+        cols = [(c.physical, c.type) for c in layout.columns] + \
+            [(name, t) for (name, _), t in zip(layout.keys, layout.unit_types)]
+        view.derived.window_arrow = arrow_schema(StructType.fromDDL(
             ", ".join(f"{q(c)} {t}" for c, t in cols)))
-    return cache["window_arrow"]
+    return view.derived.window_arrow

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 from ...frontend.subqueries import TOO_MANY_ROWS
 from ..batch import drift
@@ -16,15 +16,16 @@ from ..maintain.apply import apply_batch
 from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state import lease
-from ..state.graph import RESULT_VERSION
 from ..state.manifest import BatchRecord, ORDERED, RESULT
+from ..state.stats import BatchStats
 from ..state.view import LoadedView
+from .results import Refreshed
 
 log = logging.getLogger("viewlet")
 
 
 def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
-                 until: Optional[Dict[str, int]] = None) -> Dict:
+                 until: Optional[Dict[str, int]] = None) -> Refreshed:
     """One batch of `view` over every base commit since the watermark (at most
     `max_commits` commits per table when given: continuous mode's back-pressure); `until`
     (location -> version): the base-table versions of a chain refresh (ops/chains.py)."""
@@ -32,7 +33,7 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
     t0 = time.perf_counter()
     manifest = view.manifest
     waited = recovered = None
-    recovered_stats: Dict = {}
+    recovered_stats = BatchStats()
     while True:
         # One read of the manifest: the batch planned below continues exactly from it (its
         # number, ranges and map versions), so a batch another refresher planned meanwhile
@@ -50,15 +51,15 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
             last = _take_over(view, latest, last)
             if last is None:             # another refresher took it over first
                 continue
-            recovered, recovered_stats = latest.batch, last.stats
+            recovered, recovered_stats = latest.batch, last.batch_stats
         ranges = drift.batch_ranges(view, last.watermarks, max_commits, until)
         if all(a == b for a, b in ranges.values()):
             status = f"recovered batch {recovered}" if recovered is not None else \
                 WAITED if waited is not None else "up to date"
-            changes, rows = _applied(recovered_stats)     # what the re-run batch applied
-            return {"view": name, "batch": last.batch, "changes": changes, "rows_changed": rows,
-                    "seconds": round(time.perf_counter() - t0, 3), "status": status}
-        map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.spec["maps"]}
+            changes, rows = recovered_stats.applied()     # what the re-run batch applied
+            return Refreshed(name, last.batch, changes, rows, round(time.perf_counter() - t0, 3),
+                             status)
+        map_versions = {m: ctx.store.version(view.map_path(m)) for m in view.definition.maps}
         map_versions[RESULT] = ctx.store.version(view.result_path)
         if view.top_n is not None:
             map_versions[ORDERED] = ctx.store.version(view.ordered_path)
@@ -68,23 +69,16 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
                 continue                 # another refresher planned it first: wait for it
             faults.point("batch.planned")
             stats = _apply_or_drop(view, record, last)
-            stats["seconds"]["total"] = time.perf_counter() - t0
-            stats[RESULT_VERSION] = ctx.store.version(view.result_path)
-            manifest.commit(record, stats)
+            stats.seconds["total"] = time.perf_counter() - t0
+            stats.result_version = ctx.store.version(view.result_path)
+            manifest.commit(record, stats.to_json())
             faults.point("batch.committed")
         # both batches this REFRESH applied when it re-ran an interrupted one first
-        changes, rows = (a + b for a, b in zip(_applied(stats), _applied(recovered_stats)))
-        return {"view": name, "batch": record.batch, "changes": changes, "rows_changed": rows,
-                "seconds": round(time.perf_counter() - t0, 3),
-                "status": f"refreshed after recovering batch {recovered}" if recovered is not None
-                else "refreshed" if waited is None else
-                "refreshed after waiting for a concurrent refresh"}
-
-
-def _applied(stats: Dict) -> Tuple[int, int]:
-    """A batch's (changes, rows_changed) as REFRESH reports them: its change rows read, the
-    result rows it rewrote; (0, 0) for no batch."""
-    return sum((stats.get("delta_rows") or {}).values()), stats.get("result_rows_changed") or 0
+        changes, rows = (a + b for a, b in zip(stats.applied(), recovered_stats.applied()))
+        return Refreshed(name, record.batch, changes, rows, round(time.perf_counter() - t0, 3),
+                         f"refreshed after recovering batch {recovered}" if recovered is not None
+                         else "refreshed" if waited is None else
+                         "refreshed after waiting for a concurrent refresh")
 
 
 #: REFRESH's status when another refresher computed the batch this one would have
@@ -92,12 +86,14 @@ WAITED = "waited for a concurrent refresh"
 
 
 def _wait_for(view: LoadedView, batch: int) -> str:
-    """Wait while another refresher holds planned `batch` (engine/lease.py)."""
-    with Progress(view.ctx.spark, f"refresh {view.name}", lazy=True) as progress:
+    """Wait while another refresher holds planned `batch` (state/lease.py)."""
+    with Progress(view.ctx.spark, f"refresh {view.name}", view.settings.progress_after,
+                  lazy=True) as progress:
         return lease.wait_for_batch(view, batch, progress)
 
 
-def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
+def _take_over(view: LoadedView, planned: BatchRecord,
+               last: BatchRecord) -> Optional[BatchRecord]:
     """Re-run planned batch whose refresher stopped; its committed record, or None when
     another refresher took it over at the same moment (it comes first: wait for it)."""
     with lease.Lease(view, planned.batch) as held:
@@ -108,14 +104,15 @@ def _take_over(view: LoadedView, planned: BatchRecord, last: BatchRecord):
                     view.name, planned.batch)
         t0 = time.perf_counter()
         stats = _apply_or_drop(view, planned, last)
-        stats["seconds"]["total"] = time.perf_counter() - t0      # the re-run's time
-        stats[RESULT_VERSION] = view.ctx.store.version(view.result_path)
-        view.manifest.commit(planned, stats)
+        stats.seconds["total"] = time.perf_counter() - t0      # the re-run's time
+        stats.result_version = view.ctx.store.version(view.result_path)
+        row = stats.to_json()
+        view.manifest.commit(planned, row)
     lease.clear(view, planned.batch)
-    return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, stats)
+    return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, row)
 
 
-def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> Dict:
+def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> BatchStats:
     """apply_batch; a batch that fails on its data (a scalar subquery without an aggregate
     returned several rows, which Spark's query raises too) before writing any map or the
     result is dropped from the manifest, so that the next REFRESH plans anew and sees the

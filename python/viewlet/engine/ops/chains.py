@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional
 
 from ..runtime import faults
 from ..state.graph import upstream_names, upstream_order
+from .results import Refreshed
 
 
 
@@ -49,12 +50,12 @@ def bring_up(ctx, names: Iterable[str], extra_locations: Iterable[str] = (),
     return until
 
 
-def refresh_chain(ctx, name: str, max_commits: Optional[int] = None) -> Dict:
+def refresh_chain(ctx, name: str, max_commits: Optional[int] = None) -> Refreshed:
     """REFRESH of a view that reads other views: its upstream views first (dependency
     order), then its own batch, all to the same base-table versions."""
     view = ctx.load(name)
     own = [t.id for t in view.compiled.spec.tables.values() if not t.view]
-    uppers = upstream_order(ctx, upstream_names(view.spec))
+    uppers = upstream_order(ctx, upstream_names(view.entry.spec))
     until = targets(ctx, [ctx.load(n) for n in uppers] + [view], own, max_commits)
     for up in uppers:
         ctx.refresh_view(up, max_commits, until=until)

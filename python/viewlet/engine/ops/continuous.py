@@ -106,7 +106,7 @@ class ContinuousRefresh:
         out = {}
         for e in self.ctx.catalog.entries("view"):
             low = e.name.lower()
-            configured = e.spec.get("refresh")
+            configured = e.definition.refresh
             if low in self._excluded:
                 continue
             if low in self._explicit:
@@ -163,7 +163,7 @@ class ContinuousRefresh:
         with self._cv:
             st.failures = 0
             st.last_error = None
-            if result["status"] != "up to date":
+            if result.status != "up to date":
                 st.batches += 1
                 st.last_batch_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
                 st.due = time.monotonic()        # a bounded batch may have left commits behind

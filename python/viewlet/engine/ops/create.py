@@ -1,52 +1,153 @@
-"""Incremental views: create (with the initial load), refresh (one batch), drop."""
+"""CREATE INCREMENTAL VIEW, in stages (as Materialize's create_materialized_view.rs is):
+
+  validate  the name is free; the query compiles (every SQL error is raised here) and its
+            stored program reads back as the compiled one
+  plan      the base tables' versions (their change feeds on, upstream views brought to the
+            same versions), Spark's types of the outputs and aggregates, the result's layout,
+            each map's physical columns (or the replaced view's map it keeps), where the maps
+            load (batch/policy.py): the view's definition, before anything is written
+  execute   the maps loaded (ops/load.py), the first result written
+  commit    the manifest's first row, the catalog entry (added, or swapped for the one it
+            rebuilds), the view in Spark's catalog, the maps just loaded kept hot
+
+A failure before the catalog entry is written drops the view's directory: nothing is left
+half-built. REFRESH ... FULL (ops/rebuild.py) and a new query (ops/replace.py) run the same
+stages, `replacing` the view's entry.
+"""
 from __future__ import annotations
 
 import logging
 import time
 import uuid
-from typing import Dict, Optional
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, List, Optional
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from ...errors import ChangeFeedError, ViewAlreadyExists
 from ...frontend.lexical import quote_identifier
+from ..batch import policy
 from ..batch.drift import table_ids
-from ..batch.policy import load_reason
+from ..batch.local import LOCAL_FAILURES, failure_text
 from ..batch.result_sql import multiset_params
 from ..batch.window_sql import window_sql
 from ..maintain.maps import cluster_order, write_initial
-from ..maintain.topn import STATS, first_rows, prefilter_sql, sort_keys, visible
+from ..maintain.topn import first_rows, prefilter_sql, result_types, sort_keys, visible
 from ..runtime.progress import Progress
 from ..spark.catalog_views import result_properties
 from ..spark.io import arrow_schema, frame_arrow, read_table
 from ..state import published
 from ..state.catalog import Entry, validate_name
-from ..state.graph import RESULT_VERSION, refuse_cycle, upstream_names, upstream_version
+from ..state.definition import MapSchema, ViewDefinition
+from ..state.graph import refuse_cycle, upstream_names, upstream_version
 from ..state.kept import Kept
-from ..state.layout import inner_types, plain_layout, result_layout, result_types, window_layout
+from ..state.layout import plain_layout, result_layout, window_layout
 from ..state.manifest import Manifest
 from ..state.maps import new_hot_map
 from ..state.program import (CompiledView, RecordingResolver, compile_definition, parts_key,
                              stored_form)
+from ..state.settings import DISTRIBUTED, LOCAL, Settings, ViewOptions
+from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
-from ..state.view import MapSchema
+from ..state.view import LoadedView, Resident
 from . import probe
 from .chains import bring_up
-from .load import (Draft, SnapshotSource, collect, create_map, create_result, initial_map,
-                   initial_result, local_load, staged)
+from .load import (SnapshotSource, collect, create_map, create_result, initial_map, initial_result,
+                   load_compiled, local_maps, staged)
+from .results import Created
 
 log = logging.getLogger("viewlet")
+_UNKNOWN_ROWS = 1 << 62
 
 
-def _refuse_taken_name(ctx, name: str, if_not_exists: bool) -> Optional[Dict]:
+@dataclass
+class _Plan:
+    """What the plan stage decided, for the execute and commit stages."""
+    view: LoadedView                  # the view as it will be: its entry not yet in the catalog
+    versions: Dict[str, int]          # relation -> the version its maps are loaded at
+    frames: Dict[str, DataFrame]      # table location -> the table at that version
+    location_of: Callable
+    parts: Dict[str, DataFrame]       # the maps to load (not kept): their rows, lazily
+    source: SnapshotSource
+    first_batch: int                  # the load's number in the view's history
+    carried: Optional[pa.Table]       # the history of the view it rebuilds
+    base_rows: int
+    choice: policy.Choice             # where the maps load
+    in_driver: Optional[Dict[str, pa.Table]] = None   # the maps computed by the local target
+    warm: Dict[str, pa.Table] = field(default_factory=dict)   # maps to keep hot
+
+    @property
+    def txn(self):
+        return self.view.txn(self.first_batch)
+
+
+def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
+                if_not_exists: bool = False, replacing: Optional[Entry] = None,
+                options: Optional[ViewOptions] = None, caches: bool = False,
+                rebuild_reason: Optional[str] = None, keep: Optional[Kept] = None) -> Created:
+    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry; the new
+    manifest carries the old one's rows and records the load as a batch `rebuilt` for
+    `rebuild_reason`. `keep`: the replaced view's maps (a new query: ops/replace.py); a map
+    of the new program with the same content is read where it is, the others are loaded at
+    the base-table versions those hold."""
+    t_start = time.perf_counter()
+    # -- validate
+    validate_name(name)
+    if replacing is None:
+        exists = _refuse_taken_name(ctx, name, if_not_exists)
+        if exists is not None:
+            return exists
+    catalog_name = published.reserve(ctx, name) if replacing is None else \
+        replacing.definition.catalog_name
+    recorder = RecordingResolver(ctx.resolver())
+    compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
+    stored_form(compiled)                     # the program kept with the view, checked first
+    settings = Settings(ctx.spark, options)
+    view_id = uuid.uuid4().hex
+    view_dir = ctx.layout.view_dir(view_id)
+    progress = Progress(ctx.spark, f"{'rebuild' if replacing else 'create'} {name}",
+                        settings.progress_after)
+    plan = None
+    try:
+        progress.__enter__()
+        plan = _plan(ctx, name, view_id, view_dir, sql, compiled, recorder, caches, catalog_name,
+                     settings, replacing, keep, progress)
+        result_rows, ordered = _execute(ctx, name, compiled, plan, keep, progress)
+        entry = _commit(ctx, plan, compiled, result_rows, ordered, t_start, progress, replacing,
+                        rebuild_reason, keep)
+    except BaseException:
+        ctx.store.drop(view_dir)
+        raise
+    finally:
+        if plan is not None:
+            plan.source.release()
+        progress.__exit__()
+    ctx.remember(entry, compiled)
+    published.publish(ctx, entry, ctx.layout.result_table(view_id))
+    _keep_hot(ctx, name, plan.warm)
+    return Created(name, "created", len(compiled.program.maps), result_rows,
+                   round(time.perf_counter() - t_start, 3), plan.first_batch,
+                   len(keep.used) if keep else 0, len(plan.parts))
+
+
+def _carried_refresh(replacing: Optional[Entry]) -> Dict:
+    """A rebuilt view keeps its refresh interval (recorded as manual, when it was)."""
+    if replacing is None or "refresh" not in replacing.spec:
+        return {}
+    every = replacing.definition.refresh
+    return {"refresh": every, "raw": {"refresh": every}}
+
+
+# -- validate ---------------------------------------------------------------------------------
+def _refuse_taken_name(ctx, name: str, if_not_exists: bool) -> Optional[Created]:
     """CREATE's name must be free: not a view (IF NOT EXISTS: nothing to do), not a table
     registered with register_table, not a table or view of Spark's catalog (a query naming
     it would read that one, not the incremental view)."""
     taken = ctx.catalog.find(name)
     if taken is not None and taken.kind == "view":
         if if_not_exists:
-            return {"view": name, "status": "exists", "maps": 0, "rows": 0, "seconds": 0.0}
+            return Created(name, "exists", 0, 0, 0.0)
         raise ViewAlreadyExists(f"Incremental view '{taken.name}' already exists. Drop it first, "
                                 "or use CREATE INCREMENTAL VIEW IF NOT EXISTS.")
     if taken is not None:
@@ -67,201 +168,87 @@ def _in_spark_catalog(ctx, quoted: str) -> bool:
         return False
 
 
-# -- CREATE ------------------------------------------------------------------------------
-def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
-                if_not_exists: bool = False, replacing: Optional[Entry] = None,
-                options: Optional[Dict] = None, caches: bool = False,
-                rebuild_reason: Optional[str] = None, keep: Optional[Kept] = None) -> Dict:
-    """`replacing`: REFRESH ... FULL builds a new view directory and swaps the entry; the new
-    manifest carries the old one's rows and records the load as a batch `rebuilt` for
-    `rebuild_reason`. `keep`: the replaced view's maps (a new query: engine/replace.py);
-    a map of the new program with the same content is read where it is, the others are
-    loaded at the base-table versions those hold."""
-    validate_name(name)
-    t_start = time.perf_counter()
-    if replacing is None:
-        exists = _refuse_taken_name(ctx, name, if_not_exists)
-        if exists is not None:
-            return exists
-    catalog_name = published.reserve(ctx, name) if replacing is None else \
-        replacing.spec.get("catalog_name")
-    recorder = RecordingResolver(ctx.resolver())
-    compiled = compile_definition(sql, recorder, depth, caches)   # all SQL errors happen here
-    stored_form(compiled)                     # the program kept with the view, checked first
-    spec = compiled.spec
-    view_id = uuid.uuid4().hex
-    view_dir = ctx.layout.view_dir(view_id)
-    progress = Progress(ctx.spark, f"{'rebuild' if replacing else 'create'} {name}")
-    source = None
+# -- plan -------------------------------------------------------------------------------------
+def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: CompiledView,
+          recorder: RecordingResolver, caches: bool, catalog_name: Optional[List[str]],
+          settings: Settings,
+          replacing: Optional[Entry], keep: Optional[Kept], progress: Progress) -> _Plan:
+    spec, depth = compiled.spec, compiled.depth
+    progress.step("checking the base tables' change data feed")
+    versions = _prepare_base_tables(ctx, name, compiled,
+                                    settings.options.enable_change_data_feed)
+    if keep is not None:        # every map at the versions the kept ones hold
+        versions = {rel: keep.versions.get(spec.tables[rel].id, v)
+                    for rel, v in versions.items()}
+    frames = {spec.tables[r].id: relation_frame(ctx, spec.tables[r], v)
+              for r, v in versions.items()}
+    location_of = lambda parts: recorder.refs[parts_key(parts)].id  # noqa: E731
+    progress.step("resolving column types")
+    output_types = probe.output_types(ctx, sql, frames, location_of)
+    agg_types = probe.aggregate_types(ctx, compiled, frames, location_of)
+    agg_types.update(probe.subquery_types(ctx, compiled, frames, location_of))
+    windows = spec.window is not None and depth != 0
+    if spec.window is not None and depth == 0:     # Spark recomputes the query
+        layout = plain_layout(output_types)
+    elif windows:           # the state's rows are the inner query's (maintain/window.py)
+        inner_output_types = probe.output_types(ctx, spec.window.inner_sql, frames,
+                                                location_of)
+        layout = result_layout(spec, inner_output_types)
+    else:
+        layout = result_layout(spec, output_types) if depth != 0 else \
+            result_layout(spec, output_types).without_keys()
+    source = SnapshotSource(ctx, compiled, versions)
+    maps: Dict[str, MapSchema] = {}
+    parts: Dict[str, DataFrame] = {}
+    if depth != 0:
+        fingerprints = compiled.stored.map_fingerprints
+        for m in compiled.program.maps.values():
+            schema, frame = initial_map(ctx, m, source)
+            maps[m.name] = replace(schema, cluster=cluster_order(compiled.program, m.name))
+            old = keep.take(m.name, fingerprints[m.name], maps[m.name]) if keep else None
+            if old is not None:
+                maps[m.name] = replace(old.schema, location=old.location)
+            else:
+                parts[m.name] = frame
+    inner = None
+    if windows:                 # the result table holds the window layer's rows
+        inner = layout
+        layout = window_layout(spec, output_types, maps[compiled.program.view_map].key_types)
+    options = settings.options
+    definition = ViewDefinition(
+        sql, depth, dict(recorder.refs), maps, layout, agg_types, compiled.program.view_map,
+        inner=inner, caches=caches, fused=compiled.fused, in_filters=compiled.in_filters,
+        program=compiled.stored, catalog_name=catalog_name,
+        map_writes=options.map_writes, engine=options.engine,
+        enable_change_data_feed=options.enable_change_data_feed, **_carried_refresh(replacing))
+    view = LoadedView(ctx, Entry.of_view(view_id, name, view_dir, definition), Resident(compiled))
+    carried, first_batch = None, 0
+    if replacing is not None:       # the history goes on: batch numbers keep counting
+        old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
+        carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
+    base_rows = _base_rows(ctx, compiled, versions)
+    progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
+    plan = _Plan(view, versions, frames, location_of, parts, source, first_batch, carried,
+                 base_rows, policy.for_load(settings, base_rows))
+    if plan.choice.target == LOCAL:
+        plan.in_driver = _local_load(ctx, name, plan)
+    return plan
+
+
+def _local_load(ctx, name: str, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
+    """The rows of the maps to load computed in the driver by the local target, or None when
+    a definition has no exact local translation (they load on Spark: `plan.choice` says so)."""
+    if not plan.parts:
+        return {}
+    draft = LoadedView(ctx, plan.view.entry, Resident(load_compiled(plan.view.compiled,
+                                                                    list(plan.parts))))
     try:
-        progress.__enter__()
-        progress.step("checking the base tables' change data feed")
-        versions = _prepare_base_tables(ctx, name, compiled,
-                                        (options or {}).get("enable_change_data_feed"))
-        if keep is not None:        # every map at the versions the kept ones hold
-            versions = {rel: keep.versions.get(spec.tables[rel].id, v)
-                        for rel, v in versions.items()}
-        draft = Draft(ctx, view_id, compiled)
-        frames = {spec.tables[r].id: relation_frame(ctx, spec.tables[r], v)
-                  for r, v in versions.items()}
-        location_of = lambda parts: recorder.refs[parts_key(parts)].id  # noqa: E731
-        progress.step("resolving column types")
-        output_types = probe.output_types(ctx, sql, frames, location_of)
-        agg_types = probe.aggregate_types(ctx, compiled, frames, location_of)
-        agg_types.update(probe.subquery_types(ctx, compiled, frames, location_of))
-        windows = spec.window is not None and depth != 0
-        if spec.window is not None and depth == 0:     # Spark recomputes the query
-            layout = plain_layout(output_types)
-        elif windows:           # the state's rows are the inner query's (engine/windowed.py)
-            inner_output_types = probe.output_types(ctx, spec.window.inner_sql, frames,
-                                                    location_of)
-            layout = result_layout(spec, inner_output_types)
-        else:
-            layout = result_layout(spec, output_types) if depth != 0 else \
-                dict(result_layout(spec, output_types), keys=[], hidden=[])
-        source = SnapshotSource(ctx, draft, versions)
-        maps_json: Dict[str, Dict] = {}
-        parts: Dict[str, DataFrame] = {}
-        if depth != 0:
-            fingerprints = {m["name"]: m["fingerprint"] for m in compiled.stored["maps"]}
-            for m in compiled.program.maps.values():
-                schema, frame = initial_map(ctx, m, source)
-                maps_json[m.name] = dict(schema.to_json(),
-                                         cluster=cluster_order(compiled.program, m.name))
-                old = keep.take(m.name, fingerprints[m.name], maps_json[m.name]) if keep else None
-                if old is not None:
-                    maps_json[m.name] = dict(old.schema, location=old.location)
-                else:
-                    parts[m.name] = frame
-        # Small bases: every map in one Spark job; else one job per map, so that the driver
-        # holds one map at a time (engine/initial_load.py).
-        carried = old_manifest = None
-        if replacing is not None:       # the history goes on: batch numbers keep counting
-            old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
-            carried = old_manifest.rows()
-        first_batch = old_manifest.next_batch() if old_manifest is not None else 0
-        txn = (f"viewlet:{view_id}", first_batch)
-        sources = set(multiset_params(spec)) | {compiled.program.view_map}
-        source_rows: Dict[str, pa.Table] = {}  # what the result rows are derived from
-        warm: Dict[str, pa.Table] = {}         # maps kept hot in memory for the batches
-        arrow = {part: arrow_schema(MapSchema(maps_json[part]["keys"], maps_json[part]["key_types"],
-                                              maps_json[part]["values"]).struct())
-                 for part in parts}
-        base_rows = _base_rows(ctx, compiled, versions)
-        progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
-        scale_out = load_reason(ctx, options, base_rows)
-        in_driver, on_spark = local_load(ctx, name, view_id, view_dir, compiled, maps_json,
-                                          versions, options, base_rows, parts) \
-            if scale_out is None else (None, None)
-        scratch = ctx.layout.scratch_dir(view_id, "create")
-        top = spec.top_n if depth != 0 else None
-        try:
-            if scale_out is not None:
-                log.info("View %s: loading on the executors: %s", name, scale_out)
-                read = {}
-                for i, part in enumerate(parts, 1):
-                    progress.step(f"loading map {part} on the executors ({i}/{len(parts) + 1})")
-                    path = ctx.layout.map_table(view_id, part)
-                    create_map(ctx, path, parts[part], maps_json[part], arrow[part], txn,
-                                           base_rows)
-                    if part in sources:
-                        read[part] = read_table(ctx.spark, ctx.store, path, 0)
-            else:
-                loaded = in_driver.items() if in_driver is not None else \
-                    collect(parts, arrow, base_rows, progress.step)
-                for part, data in loaded:
-                    written = write_initial(ctx.store, ctx.layout.map_table(view_id, part),
-                                                 data, maps_json[part]["keys"],
-                                                 maps_json[part]["cluster"], txn)
-                    if part in sources:
-                        source_rows[part] = data
-                    if ctx.hot_maps.fits(sum(t.nbytes for t in warm.values()) + written.nbytes):
-                        warm[part] = written
-                    del data, written
-                read = staged(ctx, source_rows, scratch)
-            for part in (sources - set(parts)) if keep is not None else ():
-                # kept from the replaced view: read where they are
-                read[part] = read_table(ctx.spark, ctx.store, maps_json[part]["location"],
-                                        keep.used[part].version)
-            source.release()
-            progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
-            rows = initial_result(ctx, compiled, layout, agg_types, read, maps_json, sql,
-                                   frames, location_of)
-            inner = None
-            if windows:                # the window layer over the inner rows
-                inner = layout
-                state_types = maps_json[compiled.program.view_map]["key_types"]
-                layout = window_layout(spec, output_types, inner, state_types)
-                rows = rows.sparkSession.sql(window_sql(
-                    spec, inner, layout, inner_types(inner, state_types)), d=rows)
-            if top is not None:        # the first rows in the view's order (engine/ordered.py)
-                keys = sort_keys(top, layout)
-                rows = rows.sparkSession.sql(prefilter_sql(
-                    "SELECT * FROM {d}", top, keys, result_types(layout, maps_json, compiled)),
-                    d=rows)
-            properties = result_properties(name, ctx.layout.catalog)
-            extra = {}
-            if scale_out is not None and top is None:
-                result_rows = create_result(ctx, ctx.layout.result_table(view_id),
-                                                        rows, txn, properties)
-            else:
-                result = frame_arrow(rows)
-                if top is not None:
-                    first, complete = first_rows(result, top, keys)
-                    ctx.store.create(ctx.layout.ordered_table(view_id), first, txn=txn)
-                    result = visible(first, top)
-                    extra[STATS] = {"complete": complete, "rows": first.num_rows}
-                ctx.store.create(ctx.layout.result_table(view_id), result, txn=txn,
-                                 properties=properties)
-                result_rows = result.num_rows
-                del result
-        finally:
-            ctx.store.drop(scratch)
-        del source_rows
-        engine = ("distributed", scale_out) if scale_out is not None else \
-            ("local", "the maps were computed in the driver") if in_driver is not None else \
-            ("spark", on_spark)
-        stats = {"seconds": {"create": time.perf_counter() - t_start},
-                 "engine": engine[0], "engine_reason": engine[1],
-                 RESULT_VERSION: ctx.store.version(ctx.layout.result_table(view_id)),
-                 "spark_jobs": progress.spark_jobs(), "result_rows_changed": result_rows,
-                 "map_rows_changed": {}, **extra}
-        if replacing is not None:
-            stats["rebuilt"] = rebuild_reason or "REFRESH ... FULL"
-        if keep is not None:
-            stats["maps_kept"] = {new: old.name for new, old in keep.used.items()}
-            stats["maps_loaded"] = sorted(parts)
-        Manifest(ctx.store, ctx.layout.manifest_table(view_id)).start(versions, stats, first_batch,
-                                                                      carried)
-        entry = Entry(view_id, "view", name, view_dir, {
-            "sql": sql, "depth": depth, "refs": recorder.record(), "maps": maps_json,
-            "result": layout, "agg_types": agg_types, "view_map": compiled.program.view_map,
-            **({"inner": inner} if inner is not None else {}),
-            "table_ids": table_ids(ctx, compiled.spec), "caches": caches,
-            "fused": compiled.fused, "in_filters": compiled.in_filters,
-            "program": stored_form(compiled),
-            **({"catalog_name": catalog_name} if catalog_name else {}),
-            **(options or {}),
-        })
-        if keep is not None:
-            keep.check_unchanged(ctx.store)
-        ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
-    except BaseException:
-        ctx.store.drop(view_dir)
-        raise
-    finally:
-        if source is not None:
-            source.release()
-        progress.__exit__()
-    ctx.remember(entry, compiled)
-    published.publish(ctx, entry, ctx.layout.result_table(view_id))
-    _keep_hot(ctx, name, warm)
-    return {"view": name, "status": "created", "maps": len(compiled.program.maps),
-            "rows": result_rows, "seconds": round(time.perf_counter() - t_start, 3),
-            "batch": first_batch, "kept": len(keep.used) if keep else 0, "loaded": len(parts)}
-
-
-_UNKNOWN_ROWS = 1 << 62
+        return local_maps(draft, plan.versions)
+    except LOCAL_FAILURES as e:
+        log.info("View %s: maps loaded on Spark (the local target cannot: %s)", name,
+                 failure_text(e))
+        plan.choice = policy.after_failed_load(e)
+        return None
 
 
 def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
@@ -276,22 +263,10 @@ def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
     return total
 
 
-def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
-    """Keep the maps just loaded hot in memory (version 0 of each map table), so the first
-    batches need not read them back."""
-    try:
-        view = ctx.load(name)
-        for part, rows in rows_by_map.items():
-            schema = view.map_arrow_schema(part)
-            ctx.hot_maps.put(new_hot_map(view, part, 0, rows.select(schema.names).cast(schema)))
-    except Exception as e:               # an optimisation only: batches read Delta instead
-        log.warning("View %s: maps not kept in memory (%s)", name, e)
-
-
 def _prepare_base_tables(ctx, name: str, compiled: CompiledView,
                          consent: Optional[bool] = None) -> Dict[str, int]:
     """The version of each relation the view is loaded at. Upstream incremental views are
-    first refreshed (with theirs, engine/chain.py) to the same versions of every base table
+    first refreshed (with theirs, ops/chains.py) to the same versions of every base table
     as the view's own base tables are read at."""
     versions = {}
     tables = compiled.spec.tables
@@ -334,3 +309,116 @@ def _turn_on_change_feeds(ctx, name: str, tables, consent: Optional[bool]):
         log.warning("Turning on the change data feed of %s", t.display)
         ctx.store.enable_change_feed(t.id)
 
+
+# -- execute ----------------------------------------------------------------------------------
+def _execute(ctx, name: str, compiled: CompiledView, plan: _Plan, keep: Optional[Kept],
+             progress: Progress):
+    """Load the maps and write the first result; (its rows, a top-N view's ordered rows)."""
+    view, definition, parts = plan.view, plan.view.definition, plan.parts
+    spec, txn, base_rows = compiled.spec, plan.txn, plan.base_rows
+    sources = set(multiset_params(spec)) | {compiled.program.view_map}
+    source_rows: Dict[str, pa.Table] = {}  # what the result rows are derived from
+    arrow = {part: arrow_schema(definition.maps[part].struct()) for part in parts}
+    scratch = ctx.layout.scratch_dir(view.id, "create")
+    top = spec.top_n if compiled.depth != 0 else None
+    scale_out = plan.choice.target == DISTRIBUTED
+    ordered = None
+    try:
+        if scale_out:
+            log.info("View %s: loading on the executors: %s", name, plan.choice.reason)
+            read = {}
+            for i, part in enumerate(parts, 1):
+                progress.step(f"loading map {part} on the executors ({i}/{len(parts) + 1})")
+                path = ctx.layout.map_table(view.id, part)
+                create_map(ctx, path, parts[part], definition.maps[part], arrow[part], txn,
+                           base_rows)
+                if part in sources:
+                    read[part] = read_table(ctx.spark, ctx.store, path, 0)
+        else:
+            # Small bases: every map in one Spark job; else one job per map, so that the
+            # driver holds one map at a time (ops/load.py).
+            loaded = plan.in_driver.items() if plan.in_driver is not None else \
+                collect(parts, arrow, base_rows, progress.step)
+            for part, data in loaded:
+                written = write_initial(ctx.store, ctx.layout.map_table(view.id, part), data,
+                                        definition.maps[part].keys, definition.maps[part].cluster,
+                                        txn)
+                if part in sources:
+                    source_rows[part] = data
+                if ctx.hot_maps.fits(sum(t.nbytes for t in plan.warm.values()) + written.nbytes):
+                    plan.warm[part] = written
+                del data, written
+            read = staged(ctx, source_rows, scratch)
+        for part in (sources - set(parts)) if keep is not None else ():
+            # kept from the replaced view: read where they are
+            read[part] = read_table(ctx.spark, ctx.store, definition.maps[part].location,
+                                    keep.used[part].version)
+        plan.source.release()
+        progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
+        rows = initial_result(ctx, compiled, definition, read, plan.frames, plan.location_of)
+        if definition.inner is not None:        # the window layer over the inner rows
+            state_types = definition.maps[compiled.program.view_map].key_types
+            rows = rows.sparkSession.sql(window_sql(
+                spec, definition.inner, definition.result,
+                definition.inner.column_types(state_types)), d=rows)
+        if top is not None:        # the first rows in the view's order (maintain/topn.py)
+            keys = sort_keys(top, definition.result)
+            rows = rows.sparkSession.sql(prefilter_sql(
+                "SELECT * FROM {d}", top, keys, result_types(view)), d=rows)
+        properties = result_properties(name, ctx.layout.catalog)
+        if scale_out and top is None:
+            result_rows = create_result(ctx, view.result_path, rows, txn, properties)
+        else:
+            result = frame_arrow(rows)
+            if top is not None:
+                first, complete = first_rows(result, top, keys)
+                ctx.store.create(view.ordered_path, first, txn=txn)
+                result = visible(first, top)
+                ordered = OrderedStats(complete, first.num_rows)
+            ctx.store.create(view.result_path, result, txn=txn, properties=properties)
+            result_rows = result.num_rows
+            del result
+    finally:
+        ctx.store.drop(scratch)
+    del source_rows
+    return result_rows, ordered
+
+
+# -- commit -----------------------------------------------------------------------------------
+def _commit(ctx, plan: _Plan, compiled: CompiledView, result_rows: int,
+            ordered: Optional[OrderedStats], t_start: float, progress: Progress,
+            replacing: Optional[Entry], rebuild_reason: Optional[str],
+            keep: Optional[Kept]) -> Entry:
+    view = plan.view
+    stats = BatchStats(seconds={"create": time.perf_counter() - t_start},
+                       engine=plan.choice.target, engine_reason=plan.choice.reason,
+                       result_version=ctx.store.version(view.result_path),
+                       spark_jobs=progress.spark_jobs(), result_rows_changed=result_rows,
+                       map_rows_changed={}, ordered=ordered)
+    if replacing is not None:
+        stats.rebuilt = rebuild_reason or "REFRESH ... FULL"
+    if keep is not None:
+        stats.maps_kept = {new: old.name for new, old in keep.used.items()}
+        stats.maps_loaded = sorted(plan.parts)
+    view.manifest.start(plan.versions, stats.to_json(), plan.first_batch, plan.carried)
+    definition = replace(view.definition, table_ids=table_ids(ctx, compiled.spec))
+    entry = Entry.of_view(view.id, view.name, view.entry.location, definition)
+    if keep is not None:
+        keep.check_unchanged(ctx.store)
+    ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
+    return entry
+
+
+def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
+    """Keep the maps just loaded hot in memory (version 0 of each map table), so the first
+    batches need not read them back."""
+    try:
+        view = ctx.load(name)
+        for part, rows in rows_by_map.items():
+            schema = view.map_arrow_schema(part)
+            ctx.hot_maps.put(new_hot_map(view, part, 0, rows.select(schema.names).cast(schema)))
+    except Exception as e:               # an optimisation only: batches read Delta instead
+        log.warning("View %s: maps not kept in memory (%s)", name, e)
+
+
+__all__: List[str] = ["create_view", "compile_definition"]

@@ -4,20 +4,18 @@ replaced.
 """
 from __future__ import annotations
 
-from typing import Dict
-
 from ...errors import ViewNotFound, ViewletError
 from ..state import published
 from ..state.graph import dependents
 from ..state.kept import outside_dirs
+from .results import Dropped
 
 
-# -- DROP --------------------------------------------------------------------------------
-def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
+def drop_view(ctx, name: str, if_exists: bool = False) -> Dropped:
     entry = ctx.catalog.find(name, "view")
     if entry is None:
         if if_exists:
-            return {"view": name, "status": "not found"}
+            return Dropped(name, "not found")
         raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
                            "lists the views of this warehouse.")
     readers = dependents(ctx, entry.name)
@@ -29,6 +27,6 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dict:
     ctx.forget(entry.id)
     published.withdraw(ctx, entry, ctx.layout.result_table(entry.id))
     ctx.store.drop(entry.location)
-    for held in outside_dirs(entry.location, entry.spec["maps"]):   # maps kept from before
+    for held in outside_dirs(entry.location, entry.definition.maps):   # maps kept from before
         ctx.store.drop(held)
-    return {"view": name, "status": "dropped"}
+    return Dropped(name, "dropped")

@@ -1,28 +1,30 @@
-"""Computing a view's maps at CREATE (and REFRESH ... FULL): in the driver, or from Spark in
-few jobs.
+"""Computing a view's maps and first result at CREATE (and REFRESH ... FULL, and a new
+query's maps): in the driver, from Spark in few jobs, or on the executors (batch/policy.py
+`for_load` says where).
 
 In the driver (`local_maps`): every map's definition is one statement of a batch plan over
 the base tables at their load versions (a one-trigger program: each map := its definition),
-run by the local target (DuckDB over Arrow, with Spark's types and rounding: engine/targets.py)
-when the base tables are within spark.viewlet.local.maxInputRows and every definition has an
-exact local translation. No Spark job and no JVM memory: a six-way join's maps at SF 0.01
-(1.5 million rows) used to be collected into a 1g driver heap, which they outgrew.
+run by the local target (DuckDB over Arrow, with Spark's types and rounding) when the base
+tables are within spark.viewlet.local.maxInputRows and every definition has an exact local
+translation. No Spark job and no JVM memory: a six-way join's maps at SF 0.01 (1.5 million
+rows) used to be collected into a 1g driver heap, which they outgrew.
 
-From Spark (`collect`), otherwise:
+From Spark (`collect`), otherwise: every map is a Spark query over the base tables at their
+load versions. Collected one query at a time, a wide join's dozens of maps cost a Spark job
+each, and the jobs' fixed cost was most of a CREATE (TPC-H Q8's 76 maps: about 40 of its 55
+seconds on a 2-core machine, at a scale where each map has a few hundred rows). When the base
+tables are small, the maps are collected together: one query whose rows carry their map's
+tag, each map's columns in packed columns shared by type (as a batch's blocks are,
+plan/batch.py). Larger bases keep one job per map, so the driver never holds more than one
+large map at a time.
 
-Every map is a Spark query over the base tables at their load versions. Collected one query
-at a time, a wide join's dozens of maps cost a Spark job each, and the jobs' fixed cost was
-most of a CREATE (TPC-H Q8's 76 maps: about 40 of its 55 seconds on a 2-core machine, at a
-scale where each map has a few hundred rows). When the base tables are small, the maps are
-collected together: one query whose rows carry their map's tag, each map's columns in packed
-columns shared by type (as a batch's blocks are, plan/batch.py). Larger bases keep one job
-per map, so the driver never holds more than one large map at a time.
+On the executors (`create_map`, `create_result`): written into the tables' directories by
+Spark and committed by the driver, for base tables too large to pass through it.
 """
 from __future__ import annotations
 
 import functools
-import logging
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,19 +34,18 @@ from pyspark.sql import DataFrame, functions as F
 from ...compiler.program import Program, Statement
 from ...frontend.spec import COUNT_COLUMN
 from ...plan.lower import AtomSource, SqlBuilder, lower_query, q
-from ..batch.local import LOCAL_FAILURES, failure_text, run_local
+from ..batch.local import LocalTarget
 from ..batch.result_sql import multiset_params, result_rows_sql
 from ..batch.spark import sum_by_keys
-from ..local.executor import unavailable
+from ..batch.target import run_phases
 from ..maintain.maps import rows_per_file
 from ..spark.files import timestamps_as_micros, write_into
 from ..spark.io import arrow_schema, frame_arrow, read_table, spark_schema, union_all
-from ..state.catalog import Entry
-from ..state.manifest import BatchRecord
+from ..state.definition import MapSchema, ViewDefinition
+from ..state.manifest import BatchRecord, Txn
 from ..state.program import CompiledView, normalize_value_type, relation_columns
-from ..state.settings import DISTRIBUTED, MAX_ROWS_CONF, SPARK, max_rows, setting
+from ..state.stats import BatchStats
 from ..state.tables import bind_tables
-from ..state.view import LoadedView, MapSchema
 
 #: the pseudo relation of the load program's one trigger
 LOAD = "__viewlet_load"
@@ -53,9 +54,95 @@ LOAD = "__viewlet_load"
 PACK_BELOW_ROWS = 1_000_000
 TAG = "__viewlet_map"
 
-log = logging.getLogger("viewlet")
+
+class SnapshotSource(AtomSource):
+    """Atoms read base tables at fixed versions (the initial load of every map of the view
+    `compiled`)."""
+
+    def __init__(self, ctx, compiled: CompiledView, versions: Dict[str, int]):
+        self.ctx, self.compiled, self.versions = ctx, compiled, versions
+        self._columns = relation_columns(compiled.program)
+        self._frames = {}
+
+    def relation(self, relation):
+        if relation not in self._frames:
+            frame = read_table(self.ctx.spark, self.ctx.store,
+                               self.compiled.spec.tables[relation].id, self.versions[relation],
+                               self._columns.get(relation, []))
+            # Every map joins some of the same tables: read each once, keep its columns.
+            self._frames[relation] = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        return self._frames[relation]
+
+    def release(self):
+        for frame in self._frames.values():
+            frame.unpersist()
+        self._frames.clear()
 
 
+def initial_map(ctx, m, source: SnapshotSource) -> Tuple[MapSchema, DataFrame]:
+    """A map's content at the base versions, and its physical schema (decided by Spark)."""
+    keys = [f"k{i}" for i in range(len(m.keys))]
+    frames = {}
+    key_types: List[str] = []
+    values: Dict[str, str] = {}
+    for col, query in m.values.items():
+        sb = SqlBuilder()
+        df = ctx.spark.sql(lower_query(query, source, sb, keys, col), **sb.params)
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        key_types = key_types or [types[k] for k in keys]
+        values[col] = normalize_value_type(types[col])
+        frames[col] = df
+    schema = MapSchema(keys, key_types, values)
+    parts = []
+    for col, df in frames.items():
+        cols = [q(k) for k in keys] + [q(c) if c == col else f"CAST(0 AS {t}) AS {q(c)}"
+                                       for c, t in values.items()]
+        parts.append(df.selectExpr(*cols))
+    union = union_all(parts)
+    total = sum_by_keys(union, keys, values)
+    return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
+
+
+# -- in the driver ------------------------------------------------------------------------------
+def load_program(program: Program, names: Sequence[str]) -> Program:
+    """A program with one trigger, on LOAD, whose statements set each column of the maps
+    `names` to its definition (over base relations only): their load as one batch plan."""
+    load = Program(program.view_map, program.depth, {n: program.maps[n] for n in names})
+    for m in load.maps.values():
+        for column, definition in m.values.items():
+            load.add_statement(LOAD, Statement(m.name, column, definition, "reevaluate"))
+    return load
+
+
+def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
+    """Every map's rows at the base tables' `versions`, computed by the local target.
+    `view`: a view whose compiled program is the load program (load_program) and whose
+    definition holds the maps' schemas. Raises what the local target raises when it
+    cannot (batch/local.py LOCAL_FAILURES): the caller loads on Spark then."""
+    plan = view.batch_plan((LOAD,), (LOAD,))
+    record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
+                         {}, {})
+    with LocalTarget(view, record, {}) as target:
+        rows = run_phases(view, plan, target, BatchStats())
+    out = {}
+    for name in view.compiled.program.maps:
+        schema = view.map_arrow_schema(name)
+        table = rows.get(name, schema.empty_table())
+        if table.num_rows:       # a row is gone when its support (or every column) sums to 0
+            zero = view.zero_columns(name)
+            table = table.filter(functools.reduce(
+                pc.or_, [pc.not_equal(table.column(c), 0) for c in zero]))
+        out[name] = table
+    return out
+
+
+def load_compiled(compiled: CompiledView, names: Sequence[str]) -> CompiledView:
+    """`compiled` with the load program of its maps `names` (local_maps' view)."""
+    return CompiledView(compiled.spec, load_program(compiled.program, list(names)),
+                        compiled.depth)
+
+
+# -- from Spark -------------------------------------------------------------------------------
 def collect(frames: Dict[str, object], schemas: Dict[str, pa.Schema], base_rows: int,
             step: Callable[[str], None] = lambda text: None) -> Iterator[Tuple[str, pa.Table]]:
     """(map, its rows as Arrow) for every map of `frames` (DataFrames whose columns are the
@@ -107,126 +194,6 @@ def _spark_type(frame, column: str) -> str:
     return frame.schema[column].dataType.simpleString()
 
 
-def load_program(program: Program, names: Sequence[str]) -> Program:
-    """A program with one trigger, on LOAD, whose statements set each column of the maps
-    `names` to its definition (over base relations only): their load as one batch plan."""
-    load = Program(program.view_map, program.depth, {n: program.maps[n] for n in names})
-    for m in load.maps.values():
-        for column, definition in m.values.items():
-            load.add_statement(LOAD, Statement(m.name, column, definition, "reevaluate"))
-    return load
-
-
-def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
-    """Every map's rows at the base tables' `versions`, computed by the local target.
-    `view`: a view whose compiled program is the load program (load_program) and whose
-    catalog `maps` hold the maps' schemas. Raises what the local target raises when it
-    cannot (LOCAL_FAILURES): the caller loads on Spark then."""
-    plan = view.batch_plan((LOAD,), (LOAD,))
-    record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
-                         {}, {})
-    rows = run_local(view, plan, record, {}, {"seconds": {}})
-    out = {}
-    for name in view.compiled.program.maps:
-        schema = view.map_arrow_schema(name)
-        table = rows.get(name, schema.empty_table())
-        if table.num_rows:       # a row is gone when its support (or every column) sums to 0
-            zero = view.compiled.program.maps[name].zero_columns()
-            table = table.filter(functools.reduce(
-                pc.or_, [pc.not_equal(table.column(c), 0) for c in zero]))
-        out[name] = table
-    return out
-
-
-class SnapshotSource(AtomSource):
-    """Atoms read base tables at fixed versions (the initial load of every map)."""
-
-    def __init__(self, ctx, view_like, versions: Dict[str, int]):
-        self.ctx, self.view, self.versions = ctx, view_like, versions
-        self._frames = {}
-
-    def relation(self, relation):
-        if relation not in self._frames:
-            frame = read_table(self.ctx.spark, self.ctx.store, self.view.table_path(relation),
-                               self.versions[relation], self.view.columns_of(relation))
-            # Every map joins some of the same tables: read each once, keep its columns.
-            self._frames[relation] = frame.persist(StorageLevel.MEMORY_AND_DISK)
-        return self._frames[relation]
-
-    def release(self):
-        for frame in self._frames.values():
-            frame.unpersist()
-        self._frames.clear()
-
-
-class Draft:
-    """A view being created: what LoadedView offers, before the catalog knows it."""
-
-    def __init__(self, ctx, view_id: str, compiled: CompiledView):
-        self.ctx, self.id, self.compiled = ctx, view_id, compiled
-        self.columns = relation_columns(compiled.program)
-
-    def columns_of(self, relation):
-        return self.columns.get(relation, [])
-
-    def table_path(self, relation):
-        return self.compiled.spec.tables[relation].id
-
-
-def local_load(ctx, name: str, view_id: str, view_dir: str, compiled: CompiledView,
-                maps_json: Dict, versions: Dict[str, int], options: Optional[Dict],
-                base_rows: int, parts: Dict) -> Tuple[Optional[Dict[str, pa.Table]], str]:
-    """(the rows of the maps `parts` computed in the driver by the local target
-    (engine/initial_load.py local_maps), None); or (None, why Spark loads them): the engine
-    is 'spark' or 'distributed', the base tables hold more than
-    spark.viewlet.local.maxInputRows rows, or a definition has no exact local translation."""
-    draft = LoadedView(ctx, Entry(view_id, "view", name, view_dir,
-                                  dict(options or {}, maps=maps_json)),
-                       CompiledView(compiled.spec, load_program(
-                           compiled.program, list(parts)), compiled.depth))
-    mode, limit = setting(draft), max_rows(draft)
-    if mode in (SPARK, DISTRIBUTED):
-        return None, f"engine = '{mode}'"
-    if base_rows > limit:
-        return None, (f"the base tables hold about {base_rows:,} rows, more than "
-                      f"{MAX_ROWS_CONF} = {limit:,}")
-    missing = unavailable()
-    if missing is not None:
-        return None, missing
-    if not parts:
-        return {}, ""
-    try:
-        return local_maps(draft, versions), ""
-    except LOCAL_FAILURES as e:
-        log.info("View %s: maps loaded on Spark (the local target cannot: %s)", name,
-                 failure_text(e))
-        return None, f"the local target cannot run this view: {failure_text(e)}"
-
-
-def initial_map(ctx, m, source):
-    """A map's content at the base versions, and its physical schema (decided by Spark)."""
-    keys = [f"k{i}" for i in range(len(m.keys))]
-    frames = {}
-    key_types: List[str] = []
-    values: Dict[str, str] = {}
-    for col, query in m.values.items():
-        sb = SqlBuilder()
-        df = ctx.spark.sql(lower_query(query, source, sb, keys, col), **sb.params)
-        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
-        key_types = key_types or [types[k] for k in keys]
-        values[col] = normalize_value_type(types[col])
-        frames[col] = df
-    schema = MapSchema(keys, key_types, values)
-    parts = []
-    for col, df in frames.items():
-        cols = [q(k) for k in keys] + [q(c) if c == col else f"CAST(0 AS {t}) AS {q(c)}"
-                                       for c, t in values.items()]
-        parts.append(df.selectExpr(*cols))
-    union = union_all(parts)
-    total = sum_by_keys(union, keys, values)
-    return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
-
-
 def staged(ctx, data: Dict[str, pa.Table], scratch: str) -> Dict[str, DataFrame]:
     """Rows held on the driver as DataFrames over Parquet files in `scratch`."""
     read = {}
@@ -236,36 +203,40 @@ def staged(ctx, data: Dict[str, pa.Table], scratch: str) -> Dict[str, DataFrame]
     return read
 
 
-def initial_result(ctx, compiled, layout, agg_types, read: Dict[str, DataFrame], maps_json,
-                    sql, frames, location_of) -> DataFrame:
-    """`read`: the view state and its multisets just loaded, as DataFrames."""
+def initial_result(ctx, compiled: CompiledView, definition: ViewDefinition,
+                   read: Dict[str, DataFrame], frames, location_of) -> DataFrame:
+    """The rows of the view's first result (the inner query's, for a view with window
+    functions): `read`: the view state and its multisets just loaded, as DataFrames."""
+    layout = definition.state_layout
     if compiled.depth == 0:
-        text, params = bind_tables(sql, frames, location_of)
+        text, params = bind_tables(definition.sql, frames, location_of)
         df = ctx.spark.sql(text, **params)
-        return df.toDF(*[c["physical"] for c in layout["columns"]])
+        return df.toDF(*layout.physical)
     # From the view state and multisets just loaded, not by aggregating the tables again.
-    state_json = maps_json[compiled.program.view_map]
-    rows_sql = result_rows_sql(compiled.spec, layout, agg_types, state_json["keys"], COUNT_COLUMN,
-                               {m: maps_json[m]["keys"] for m in multiset_params(compiled.spec)})
+    state = definition.maps[compiled.program.view_map]
+    rows_sql = result_rows_sql(compiled.spec, layout, definition.agg_types, state.keys,
+                               COUNT_COLUMN, {m: definition.maps[m].keys
+                                              for m in multiset_params(compiled.spec)})
     state_frame = read[compiled.program.view_map]
-    if layout["global"]:
-        state_frame = _global_state(ctx, state_frame, state_json)
+    if layout.is_global:
+        state_frame = _global_state(ctx, state_frame, state)
     return ctx.spark.sql(rows_sql, s=state_frame, **{
         param: read[m] for m, param in multiset_params(compiled.spec).items()})
 
 
-def _global_state(ctx, state: DataFrame, schema_json) -> DataFrame:
+def _global_state(ctx, state: DataFrame, schema: MapSchema) -> DataFrame:
     """A global aggregate has one result row even over no input: pad a missing state row."""
-    zeros = ", ".join(f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema_json["values"].items())
+    zeros = ", ".join(f"CAST(0 AS {t}) AS {q(c)}" for c, t in schema.values.items())
     return ctx.spark.sql(f"SELECT * FROM {{s}} UNION ALL SELECT {zeros} WHERE NOT EXISTS "
                          f"(SELECT 1 FROM {{s}})", s=state)
 
 
-def create_map(ctx, path: str, frame: DataFrame, schema_json: Dict, arrow, txn,
+# -- on the executors -------------------------------------------------------------------------
+def create_map(ctx, path: str, frame: DataFrame, schema: MapSchema, arrow: pa.Schema, txn: Txn,
                base_rows: int) -> int:
     """A map's table holding `frame` (its keys then values), written by the executors in
     cluster order, in files sized as for a map of `base_rows` rows; its rows."""
-    keys, cluster = schema_json["keys"], schema_json["cluster"]
+    keys, cluster = schema.keys, schema.cluster
     if keys:
         frame = frame.orderBy(*[F.col(q(keys[j])).asc_nulls_first() for j in cluster])
     with timestamps_as_micros(frame.sparkSession):
@@ -275,7 +246,7 @@ def create_map(ctx, path: str, frame: DataFrame, schema_json: Dict, arrow, txn,
     return sum(f.rows for f in files)
 
 
-def create_result(ctx, path: str, frame: DataFrame, txn, properties: Dict[str, str]) -> int:
+def create_result(ctx, path: str, frame: DataFrame, txn: Txn, properties: Dict[str, str]) -> int:
     """The view's result table holding `frame`, written by the executors; its rows."""
     with timestamps_as_micros(frame.sparkSession):
         files = write_into(ctx.store, frame, path, "load")

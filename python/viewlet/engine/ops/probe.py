@@ -1,4 +1,6 @@
-"""Refusing views by asking Spark: non-deterministic ones, and queries Spark cannot plan.
+"""What CREATE asks Spark about a view's query: the types of its outputs, aggregates and
+subqueries (Spark decides them, from the base tables at their load versions); and refusals:
+non-deterministic views, and queries Spark cannot plan.
 
 The front end refuses the built-in non-deterministic functions by name (no Spark needed for
 EXPLAIN of a file). At CREATE, Spark analyzes the defining query anyway; Catalyst marks
@@ -10,7 +12,7 @@ offending expression and, found by its name, its position in the query.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import sqlglot
 from py4j.protocol import Py4JJavaError
@@ -22,6 +24,7 @@ from ...errors import UnsupportedSQL, ViewletError
 from ...frontend.checks import position_of
 from ...frontend.multisets import AVG_DISTINCT
 from ...plan.lower import q
+from ..state.definition import AggType
 from ..state.tables import bind_tables
 
 _DETAIL = ("A view must be a deterministic function of its tables. A UDF is deterministic "
@@ -116,7 +119,9 @@ def reject_unplannable(df, sql: str) -> None:
             f"try_divide for a divisor that is 0 over no rows.") from None
 
 
-def output_types(ctx, sql, frames, location_of):
+def output_types(ctx, sql, frames, location_of) -> List[Tuple[str, str]]:
+    """(name, Spark's type) of each output of `sql` over `frames`; refuses non-deterministic
+    and unplannable queries."""
     text, params = bind_tables(sql, frames, location_of)
     df = ctx.spark.sql(text, **params)
     reject_nondeterministic(df, sql)         # UDFs: what the front end cannot know
@@ -124,7 +129,8 @@ def output_types(ctx, sql, frames, location_of):
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
 
-def aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+def aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, AggType]:
+    """Spark's type of each aggregate of the view (and of its sum, for AVG)."""
     spec = compiled.spec
     if not spec.aggregates:
         return {}
@@ -135,16 +141,16 @@ def aggregate_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, s
             items.append(f"{re.sub('^AVG', 'SUM', a.sql, flags=re.I)} AS {q(a.placeholder + '_sum')}")
     text, params = bind_tables(f"SELECT {', '.join(items)} {spec.from_sql}", frames, location_of)
     fields = {f.name: f.dataType.simpleString() for f in ctx.spark.sql(text, **params).schema.fields}
-    return {a.placeholder: {"type": fields[a.placeholder],
-                            "sum_type": fields.get(a.placeholder + "_sum", fields[a.placeholder])}
+    return {a.placeholder: AggType(fields[a.placeholder],
+                                   fields.get(a.placeholder + "_sum", fields[a.placeholder]))
             for a in spec.aggregates}
 
 
-def subquery_types(ctx, compiled, frames, location_of) -> Dict[str, Dict[str, str]]:
+def subquery_types(ctx, compiled, frames, location_of) -> Dict[str, AggType]:
     """Spark's type of each subquery in the view's SELECT / HAVING."""
     probe = compiled.spec.subquery_probe
     if probe is None:
         return {}
     text, params = bind_tables(probe, frames, location_of)
-    return {f.name: {"type": f.dataType.simpleString()}
+    return {f.name: AggType(f.dataType.simpleString())
             for f in ctx.spark.sql(text, **params).schema.fields}

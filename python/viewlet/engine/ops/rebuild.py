@@ -10,24 +10,37 @@ after it (their upstream's result is a new table).
 from __future__ import annotations
 
 import time
-from typing import Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Optional
 
 from ...errors import ViewNotFound
+from ..state.catalog import Entry
 from ..state.graph import downstream_order
 from ..state.kept import Kept, released_paths
+from ..state.settings import ViewOptions
 from .create import create_view
+from .results import Created, Refreshed
 
-# Entry settings that are not part of the compiled definition and survive a rebuild.
-KEPT_SETTINGS = ("refresh", "map_writes", "engine", "enable_change_data_feed", "catalog_name")
 FULL_REASON = "REFRESH ... FULL"
 
 
+@dataclass(frozen=True)
+class NewDefinition:
+    """A view's query and settings given anew (CREATE OR REPLACE / OR REFRESH, ALTER ... AS)."""
+    sql: str
+    depth: Optional[int]
+    caches: bool
+    map_writes: str
+    engine: Optional[str]
+    enable_change_data_feed: Optional[bool]     # None: as the view has it
+
+
 def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
-                 definition: Optional[Tuple[str, Dict, Optional[bool]]] = None) -> Dict:
+                 definition: Optional[NewDefinition] = None) -> Refreshed:
     """Rebuild `name`, then every view that reads it (transitively, in dependency order):
     a rebuilt view's result is a new table, which the views reading it are rebuilt from.
-    `definition`: (query, {depth, caches, map_writes, engine}, enable_change_data_feed) to
-    rebuild with instead of the stored one (CREATE OR REFRESH with a new definition)."""
+    `definition`: what to rebuild with instead of the stored one (a new definition that
+    keeps no map)."""
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
     if old is None:
@@ -39,29 +52,26 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
         rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
                      f"its upstream view {old.name} was rebuilt ({reason})")
     status = "rebuilt" + (f" (and {', '.join(downstream)}, which read it)" if downstream else "")
-    return {"view": old.name, "batch": created["batch"], "changes": 0,
-            "rows_changed": created["rows"], "seconds": round(time.perf_counter() - t0, 3),
-            "status": status}
+    return Refreshed(old.name, created.batch, 0, created.rows, round(time.perf_counter() - t0, 3),
+                     status)
 
 
-def rebuild_one(ctx, old, reason: str, definition=None, keep: Optional[Kept] = None) -> Dict:
+def rebuild_one(ctx, old: Entry, reason: str, definition: Optional[NewDefinition] = None,
+                keep: Optional[Kept] = None) -> Created:
     """Build `old`'s view anew (its stored settings, or `definition`), swap it in, then drop
-    what the new view does not use (all of the old one, but for maps `keep` let it keep)."""
-    kept = {k: old.spec[k] for k in KEPT_SETTINGS if k in old.spec}
-    sql, depth, caches = old.spec["sql"], old.spec["depth"], old.spec.get("caches", False)
+    what the new view does not use (all of the old one, but for maps `keep` let it keep).
+    Its refresh interval and its name in Spark's catalog go on (ops/create.py)."""
+    before = old.definition
+    sql, depth, caches, options = before.sql, before.depth, bool(before.caches), before.options
     if definition is not None:
-        sql, settings, consent = definition
-        depth, caches = settings["depth"], settings["caches"]
-        kept["map_writes"] = settings["map_writes"]
-        kept.pop("engine", None)
-        if settings["engine"] is not None:
-            kept["engine"] = settings["engine"]
-        if consent is not None:
-            kept["enable_change_data_feed"] = consent
-    created = create_view(ctx, old.name, sql, depth, replacing=old, options=kept,
-                                caches=caches, rebuild_reason=reason, keep=keep)
+        sql, depth, caches = definition.sql, definition.depth, definition.caches
+        consent = definition.enable_change_data_feed
+        options = ViewOptions(definition.engine, definition.map_writes,
+                              consent if consent is not None else options.enable_change_data_feed)
+    created = create_view(ctx, old.name, sql, depth, replacing=old, options=options,
+                          caches=caches, rebuild_reason=reason, keep=keep)
     ctx.forget(old.id)
     new = ctx.catalog.find(old.name, "view")
-    for path in released_paths(old.location, old.spec["maps"], new.spec["maps"], new.location):
+    for path in released_paths(old.location, before.maps, new.definition.maps, new.location):
         ctx.store.drop(path)
     return created

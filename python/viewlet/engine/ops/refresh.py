@@ -5,6 +5,7 @@ a view over other views is refreshed with its chain to common base-table version
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Dict, Optional
 
 from ..state.graph import upstream_names
@@ -12,6 +13,7 @@ from ..state.view import LoadedView
 from .advance import advance_view
 from .chains import refresh_chain
 from .rebuild import rebuild_view
+from .results import Refreshed
 
 log = logging.getLogger("viewlet")
 
@@ -21,16 +23,16 @@ UNPROVEN = ("created by a Viewlet that did not store its trigger program, so its
             "proven to be the ones this version maintains: rebuilt once from the base tables")
 
 
-def _rebuild_unproven(ctx, view: "LoadedView") -> Dict:
+def _rebuild_unproven(ctx, view: LoadedView) -> Refreshed:
     """A view without a stored program is never refreshed against its maps: REFRESH rebuilds
     it (REFRESH ... FULL, which stores this version's program) and says so."""
     log.warning("View %s: %s", view.name, UNPROVEN)
     result = rebuild_view(ctx, view.name, reason=UNPROVEN)
-    return dict(result, status=f"{result['status']}: {UNPROVEN}")
+    return replace(result, status=f"{result.status}: {UNPROVEN}")
 
 
 def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
-                 until: Optional[Dict[str, int]] = None) -> Dict:
+                 until: Optional[Dict[str, int]] = None) -> Refreshed:
     """One batch over every base commit since the watermark (at most `max_commits` commits
     per table when given: continuous mode's back-pressure). A view that reads other views
     refreshes them first (ops/chains.py), unless `until` (the chain's base-table versions)
@@ -38,6 +40,6 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     view = ctx.load(name)
     if view.compiled.stored is None:
         return _rebuild_unproven(ctx, view)
-    if until is None and upstream_names(view.spec):
+    if until is None and upstream_names(view.entry.spec):
         return refresh_chain(ctx, name, max_commits)
     return advance_view(ctx, view, max_commits, until)

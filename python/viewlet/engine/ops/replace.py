@@ -6,7 +6,7 @@ a new definition that keeps the maps it still needs.
 2. The new query is compiled and built as a rebuild is (a new view directory, swapped into
    the catalog in one commit, the history carried over), except that each map whose content
    fingerprint and physical columns equal one of the view's maps is read where it is
-   (engine/kept.py), and the maps loaded anew are loaded at the versions the kept ones hold.
+   (state/kept.py), and the maps loaded anew are loaded at the versions the kept ones hold.
 3. Before the swap the kept maps must not have moved (a concurrent REFRESH): else nothing is
    replaced. After it, what the new view does not use is dropped, and views that read this
    one are rebuilt (its result is a new table), as REFRESH ... FULL does.
@@ -19,42 +19,40 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, Optional
 
 from ...errors import ViewletError
 from ..state.graph import downstream_order
 from ..state.kept import Kept, KeptMap
-from .rebuild import rebuild_one, rebuild_view
+from .rebuild import NewDefinition, rebuild_one, rebuild_view
 from .refresh import refresh_view
+from .results import Created
 
 log = logging.getLogger("viewlet")
 
 
-def replace_view(ctx, name: str, sql: str, settings: Dict, consent: Optional[bool]) -> Dict:
-    """Replace the query of view `name` (`settings`: depth, caches, map_writes, engine;
-    `consent`: enable_change_data_feed). The statement's result row."""
+def replace_view(ctx, name: str, definition: NewDefinition) -> Created:
+    """Replace the query (and settings) of view `name`."""
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
-    definition = (sql, settings, consent)
     keep, why_not = _keepable(ctx, old.name)
     if keep is None:
         r = rebuild_view(ctx, old.name, reason=f"replaced with a new query ({why_not})",
-                                 definition=definition)
-        maps = len(ctx.catalog.find(old.name, "view").spec["maps"])
-        return {"view": old.name, "status": f"replaced: rebuilt, no map kept ({why_not})",
-                "maps": maps, "rows": r["rows_changed"], "seconds": round(time.perf_counter() - t0, 3)}
+                         definition=definition)
+        maps = len(ctx.catalog.find(old.name, "view").definition.maps)
+        return Created(old.name, f"replaced: rebuilt, no map kept ({why_not})", maps,
+                       r.rows_changed, round(time.perf_counter() - t0, 3))
     old = ctx.catalog.find(name, "view")             # as the refresh left it
     downstream = downstream_order(ctx, old.name)
     created = rebuild_one(ctx, old, "replaced with a new query", definition, keep)
     for dependent in downstream:
         rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
                             f"its upstream view {old.name} was replaced")
-    dropped = len(old.spec["maps"]) - created["kept"]
-    status = (f"replaced: {created['kept']} map(s) kept, {created['loaded']} loaded, "
+    dropped = len(old.definition.maps) - created.kept
+    status = (f"replaced: {created.kept} map(s) kept, {created.loaded} loaded, "
               f"{dropped} dropped") + \
         (f" (and {', '.join(downstream)}, which read it, rebuilt)" if downstream else "")
-    return {"view": old.name, "status": status, "maps": created["maps"], "rows": created["rows"],
-            "seconds": round(time.perf_counter() - t0, 3)}
+    return Created(old.name, status, created.maps, created.rows,
+                   round(time.perf_counter() - t0, 3))
 
 
 def _keepable(ctx, name: str):
@@ -71,12 +69,11 @@ def _keepable(ctx, name: str):
     view = ctx.load(name)
     last = view.manifest.last_committed()
     stored = view.compiled.stored
-    versions = {table: last.watermarks[rel] for rel, table in stored["tables"].items()
+    versions = {table: last.watermarks[rel] for rel, table in stored.tables.items()
                 if rel in last.watermarks}
     maps = {}
-    for m in stored["maps"]:
-        path = view.map_path(m["name"])
-        maps[m["fingerprint"]] = KeptMap(m["name"], path, view.spec["maps"][m["name"]],
-                                         ctx.store.version(path))
+    for name, fingerprint in stored.map_fingerprints.items():
+        path = view.map_path(name)
+        maps[fingerprint] = KeptMap(name, path, view.map_schema(name), ctx.store.version(path))
     return Kept(maps, versions), None
 

@@ -19,14 +19,10 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, List, Optional
 
-from ...errors import StatementInterrupted, ViewletError
+from ...errors import Cancelled, StatementInterrupted
 
 log = logging.getLogger("viewlet")
 _RECANCEL_SECONDS = 0.5
-
-
-class Cancelled(ViewletError):
-    kind = "cancelled"
 
 
 class Token:

@@ -31,23 +31,7 @@ from . import cancel
 from .console import CONSOLE
 
 log = logging.getLogger("viewlet.progress")
-AFTER_CONF = "spark.viewlet.progress.afterSeconds"
-DEFAULT_AFTER = 10.0
 _GROUP, _DESCRIPTION = "spark.jobGroup.id", "spark.job.description"
-
-
-def _after_seconds(spark) -> float:
-    try:
-        raw = spark.conf.get(AFTER_CONF, None)
-    except Exception:                     # a stopped session: the default
-        raw = None
-    if raw is None:
-        return DEFAULT_AFTER
-    try:
-        return float(raw)
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; using %s", AFTER_CONF, raw, DEFAULT_AFTER)
-        return DEFAULT_AFTER
 
 
 def _logging_shows_it() -> bool:
@@ -55,16 +39,16 @@ def _logging_shows_it() -> bool:
 
 
 class Progress:
-    """`with Progress(spark, "refresh q3 batch 7") as p: p.step("reading changes") ...`
+    """`with Progress(spark, "refresh q3 batch 7", after) as p: p.step("reading changes") ...`
 
     `lazy=True`: the operation may run no Spark job at all (a batch on the local target):
     nothing is sent to Spark (each job group and description is a call into the JVM) until
     `spark()` says that Spark work follows."""
 
-    def __init__(self, spark, what: str, after: Optional[float] = None, lazy: bool = False):
+    def __init__(self, spark, what: str, after: float, lazy: bool = False):
         self.sc = spark.sparkContext
         self.what = what
-        self.after = _after_seconds(spark) if after is None else after
+        self.after = after        # seconds before it shows (state/settings.py progress_after)
         self.group = f"viewlet-{uuid.uuid4().hex[:16]}"
         self.t0 = time.perf_counter()
         self._saved = {}

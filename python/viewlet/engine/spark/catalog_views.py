@@ -15,7 +15,6 @@ from pyspark.sql import SparkSession
 
 from .catalog_tables import catalog_table, quote_parts
 
-REGISTER_CONF = "spark.viewlet.catalog.register"     # auto | true | false
 VIEW_PROPERTY = "viewlet.incrementalView"
 log = logging.getLogger("viewlet")
 
@@ -23,24 +22,6 @@ log = logging.getLogger("viewlet")
 def result_properties(name: str, definition: str) -> Dict[str, str]:
     """Delta properties of a view's result table: what it is and where its definition lives."""
     return {VIEW_PROPERTY: "true", "viewlet.view": name, "viewlet.definition": definition}
-
-
-def has_delta_spark(spark: SparkSession) -> bool:
-    """The session's catalog is delta-spark's (Delta tables are catalog tables, Delta's SQL
-    parses)."""
-    catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
-    return catalog.endswith("DeltaCatalog")
-
-
-def publishes(spark: SparkSession) -> bool:
-    """Views are made visible to Spark's catalog unless spark.viewlet.catalog.register is
-    false."""
-    return (spark.conf.get(REGISTER_CONF, "auto") or "auto").strip().lower() != "false"
-
-
-def registers_views(spark: SparkSession) -> bool:
-    """Views become Delta tables of the catalog (needs delta-spark's catalog)."""
-    return publishes(spark) and has_delta_spark(spark)
 
 
 def catalog_name(spark: SparkSession, name: str) -> List[str]:

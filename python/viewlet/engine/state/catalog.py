@@ -4,12 +4,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Dict, List, Optional
 
 import pyarrow as pa
 
 from ...errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
 from ...storage.base import TableStore
+from .definition import ViewDefinition
 from .warehouse import WarehouseLayout
 
 _SCHEMA = pa.schema([
@@ -20,11 +22,24 @@ _SCHEMA = pa.schema([
 
 @dataclass
 class Entry:
+    """A row of the catalog: a view (its directory and definition) or a named table."""
     id: str
     kind: str          # "view" | "table"
     name: str
     location: str
-    spec: Dict
+    spec: Dict         # the JSON as stored (a table's: empty)
+
+    @cached_property
+    def definition(self) -> ViewDefinition:
+        """A view's `spec`, read once."""
+        return ViewDefinition.from_json(self.spec)
+
+    @classmethod
+    def of_view(cls, view_id: str, name: str, location: str,
+                definition: ViewDefinition) -> "Entry":
+        entry = cls(view_id, "view", name, location, definition.to_json())
+        entry.__dict__["definition"] = definition      # as given: no need to read it back
+        return entry
 
     def to_row(self):
         return {"id": self.id, "kind": self.kind, "name": self.name, "location": self.location,

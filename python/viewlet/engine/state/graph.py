@@ -9,38 +9,35 @@ the views it reads (`refs`).
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Mapping, Optional
 
-from ...errors import ConcurrentUpdate, ViewletError
+from ...errors import ConcurrentUpdate, UpstreamViewChanged, ViewletError
 from ...frontend.tables import ColumnInfo, TableInfo
 
 #: key of a committed manifest row's stats: the result table's version after the batch
 RESULT_VERSION = "result_version"
 
 
-class UpstreamViewChanged(ViewletError):
-    kind = "base_table_changed"
-
-
 # -- resolution ----------------------------------------------------------------------------
 def upstream_table(ctx, entry) -> TableInfo:
     """An incremental view read by another view: its result table and visible columns."""
     columns = []
-    for c in entry.spec["result"]["columns"]:
-        if c["physical"] != c["name"]:
+    for c in entry.definition.result.columns:
+        if c.physical != c.name:
             raise ViewletError(
-                f"Column `{c['name']}` of incremental view {entry.name} is stored as "
-                f"`{c['physical']}` (a Delta column name cannot be `{c['name']}`), so another "
+                f"Column `{c.name}` of incremental view {entry.name} is stored as "
+                f"`{c.physical}` (a Delta column name cannot be `{c.name}`), so another "
                 f"view cannot read it by its name. Give it a plain alias in {entry.name}'s "
-                f"definition (e.g. ... AS {c['physical']}), recreate {entry.name}, then create "
+                f"definition (e.g. ... AS {c.physical}), recreate {entry.name}, then create "
                 "this view.")
-        columns.append(ColumnInfo(c["name"], c["type"], True))
+        columns.append(ColumnInfo(c.name, c.type, True))
     return TableInfo(ctx.layout.result_table(entry.id), entry.name, tuple(columns), entry.name)
 
 
 # -- the dependency graph --------------------------------------------------------------------
-def upstream_names(spec: Dict) -> List[str]:
-    """Names of the incremental views a view (its catalog spec) reads, as recorded."""
+def upstream_names(spec: Mapping) -> List[str]:
+    """Names of the incremental views a view reads, as its catalog entry records them (its
+    `spec`, the JSON as stored: the graph needs no other part of it)."""
     return sorted({r["view"] for r in spec.get("refs", {}).values() if r.get("view")},
                   key=str.lower)
 
@@ -121,6 +118,6 @@ def upstream_version(ctx, reader: str, table: TableInfo,
                     f"Upstream incremental view {up.name} of {reader} was refreshed to version "
                     f"{last.watermarks[rel]} of {t.display} while {reader} was being brought to "
                     f"version {until[t.id]}. Nothing was applied twice; run the REFRESH again.")
-    version = (last.stats or {}).get(RESULT_VERSION)
+    version = last.batch_stats.result_version
     # manifests written before views over views existed: the result's current version
     return int(version) if version is not None else ctx.store.version(up.result_path)

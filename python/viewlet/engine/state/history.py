@@ -17,9 +17,11 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, Optional, Sequence
 
+from ...errors import Cancelled
 from ..runtime import cancel
 from .lease import holders
 from .manifest import BatchRecord, DROPPED
+from .stats import BatchStats
 
 log = logging.getLogger("viewlet")
 
@@ -51,7 +53,7 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
         elif rec.phase == "planned":
             planned[rec.batch] = rec
         elif rec.phase == "failed" and rec.batch in dropped:
-            errors[rec.batch] = rec.stats.get("error")
+            errors[rec.batch] = rec.batch_stats.error
         elif rec.phase == "failed":
             entries.append((rec.batch, rec.at, _failure_row(rec)))
     for batch in set(planned) | set(committed):
@@ -60,7 +62,7 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
         started = planned[batch].at if batch in planned else None
         row = _batch_row(view, rec, done, started, display, batch < last_committed)
         if batch in dropped and not done:
-            reason = dropped[batch].stats.get("dropped")
+            reason = dropped[batch].batch_stats.dropped
             row = row[:1] + (f"failed ({reason}), dropped",) + row[2:-1] + (errors.get(batch),)
         entries.append((batch, rec.at, row))
     entries.sort(key=lambda e: (e[0], e[1] is not None, e[1]), reverse=True)
@@ -69,12 +71,12 @@ def history_rows(view, limit: Optional[int] = None) -> List[Sequence]:
 
 def _batch_row(view, rec: BatchRecord, done: Optional[BatchRecord], started, display,
                superseded: bool):
-    stats = rec.stats if done else {}
-    seconds = dict(stats.get("seconds", {}))
+    stats = rec.batch_stats if done else BatchStats()
+    seconds = dict(stats.seconds)
     load = "create" in seconds                 # an initial load: CREATE's or a rebuild's
     total = seconds.pop("create", None) if load else seconds.pop("total", None)
     if done:
-        status = "replaced" if "maps_kept" in stats else "rebuilt" if stats.get("rebuilt") \
+        status = "replaced" if stats.maps_kept is not None else "rebuilt" if stats.rebuilt \
             else "created" if load else "committed"
     else:
         status = "abandoned (a rebuild replaced the view before it was re-run)" if superseded \
@@ -83,46 +85,45 @@ def _batch_row(view, rec: BatchRecord, done: Optional[BatchRecord], started, dis
         rec.batch, status, started if not load else rec.at, done.at if done else None,
         {display.get(r, r): a for r, (a, _) in rec.ranges.items()},
         {display.get(r, r): b for r, (_, b) in rec.ranges.items()},
-        sum(stats.get("delta_rows", {}).values()) if done else None,
-        stats.get("result_rows_changed"), stats.get("map_rows_changed"),
+        sum((stats.delta_rows or {}).values()) if done else None,
+        stats.result_rows_changed, stats.map_rows_changed,
         None if total is None else round(total, 3),
         {k: round(v, 3) for k, v in seconds.items()} if done else None,
-        stats.get("spark_jobs"),
-        _engine(stats) if done else None, stats.get("engine_reason") if done else None,
+        stats.spark_jobs,
+        _engine(stats) if done else None, stats.engine_reason if done else None,
         _load_message(stats),
     )
 
 
-def _load_message(stats: Dict) -> Optional[str]:
+def _load_message(stats: BatchStats) -> Optional[str]:
     """Why a view was loaded again, and for a new query which maps it kept and loaded."""
-    reason = stats.get("rebuilt")
-    if "maps_kept" not in stats:
+    reason = stats.rebuilt
+    if stats.maps_kept is None:
         return reason
-    kept = stats["maps_kept"]
+    kept, loaded = stats.maps_kept, stats.maps_loaded or []
     return (f"{reason}: {len(kept)} map(s) kept ("
             + ", ".join(f"{new} = {old}" if new != old else new for new, old in kept.items())
-            + f"), {len(stats.get('maps_loaded', []))} loaded ("
-            + ", ".join(stats.get("maps_loaded", [])) + ")")
+            + f"), {len(loaded)} loaded (" + ", ".join(loaded) + ")")
 
 
 def _failure_row(rec: BatchRecord):
     return (rec.batch, "failed", rec.at, None, None, None, None, None, None, None, None, None,
-            None, None, rec.stats.get("error"))
+            None, None, rec.batch_stats.error)
 
 
 def _uncommitted(view, batch: int) -> str:
     """A planned batch: being computed by a refresher that holds its lease, else left by one
-    that stopped (engine/lease.py)."""
+    that stopped (state/lease.py)."""
     live = holders(view, batch)
     if live:
         return f"running: {live[0].owner} is computing it (other refreshes wait for it)"
     return "planned, not committed (the next REFRESH re-runs it)"
 
 
-def _engine(stats) -> str:
+def _engine(stats: BatchStats) -> str:
     """The target that computed the batch: loads and batches recorded before there were two
     targets ran on Spark."""
-    return stats.get("engine") or "spark"
+    return stats.engine or "spark"
 
 
 def record_failure(ctx, name: str, error: BaseException):
@@ -130,7 +131,7 @@ def record_failure(ctx, name: str, error: BaseException):
     sees is the refresh's own). A cancelled refresh (Ctrl-C) is not a failure: its planned
     batch, if any, shows as planned and not committed."""
     token = cancel.current()
-    if isinstance(error, cancel.Cancelled) or (token is not None and token.cancelled):
+    if isinstance(error, Cancelled) or (token is not None and token.cancelled):
         return
     try:
         view = ctx.load(name)

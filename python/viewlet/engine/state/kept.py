@@ -12,17 +12,14 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional
 
 from ...errors import ConcurrentUpdate
+from .definition import MapSchema
 from .warehouse import join
-
-#: the physical columns of a map as the catalog entry records them
-SCHEMA_KEYS = ("keys", "key_types", "values")
-
 
 @dataclass(frozen=True)
 class KeptMap:
     name: str                 # its name in the replaced view's program
     location: str             # its Delta table
-    schema: Dict              # its entry in the replaced view's catalog `maps`
+    schema: MapSchema         # its entry in the replaced view's catalog `maps`
     version: int              # its table's version when the replace read it
 
 
@@ -35,12 +32,11 @@ class Kept:
     #: filled as the new view is built: new map name -> the map it keeps
     used: Dict[str, KeptMap] = field(default_factory=dict)
 
-    def take(self, new_name: str, fingerprint: str, schema: Dict) -> Optional[KeptMap]:
+    def take(self, new_name: str, fingerprint: str, schema: MapSchema) -> Optional[KeptMap]:
         """The replaced view's map that `new_name` can keep (same content, same physical
         columns), or None; a map is kept by one new map at most."""
         old = self.maps.get(fingerprint)
-        if old is None or old in self.used.values() or \
-                any(old.schema.get(k) != schema.get(k) for k in SCHEMA_KEYS):
+        if old is None or old in self.used.values() or not old.schema.same_columns(schema):
             return None
         self.used[new_name] = old
         return old
@@ -55,10 +51,10 @@ class Kept:
                 "changed); nothing was replaced. Run the statement again.")
 
 
-def map_location(view_dir: str, name: str, recorded: Dict) -> str:
+def map_location(view_dir: str, name: str, recorded: MapSchema) -> str:
     """Where map `name` of a view lives: its recorded location (a kept map), else under
-    the view's directory (engine/layout.py map_table)."""
-    return recorded.get("location") or join(view_dir, "maps", name)
+    the view's directory (state/warehouse.py map_table)."""
+    return recorded.location or join(view_dir, "maps", name)
 
 
 def owning_dir(location: str) -> str:
@@ -66,7 +62,7 @@ def owning_dir(location: str) -> str:
     return location.rsplit("/maps/", 1)[0]
 
 
-def released_paths(old_dir: str, old_maps: Dict[str, Dict], new_maps: Dict[str, Dict],
+def released_paths(old_dir: str, old_maps: Dict[str, MapSchema], new_maps: Dict[str, MapSchema],
                    new_dir: str) -> List[str]:
     """What to drop once a view's entry points at `new_dir` and `new_maps`: the replaced
     view's maps the new one does not keep, and of every directory the replaced view's maps
@@ -83,7 +79,7 @@ def released_paths(old_dir: str, old_maps: Dict[str, Dict], new_maps: Dict[str, 
     return out
 
 
-def outside_dirs(view_dir: str, maps: Dict[str, Dict]) -> Iterable[str]:
+def outside_dirs(view_dir: str, maps: Dict[str, MapSchema]) -> Iterable[str]:
     """The directories of other (replaced) views that hold maps of this one."""
-    return sorted({owning_dir(m["location"]) for m in maps.values()
-                   if m.get("location") and owning_dir(m["location"]) != view_dir})
+    return sorted({owning_dir(m.location) for m in maps.values()
+                   if m.location and owning_dir(m.location) != view_dir})

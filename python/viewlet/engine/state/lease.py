@@ -38,26 +38,10 @@ from ..runtime import cancel
 from .warehouse import join
 
 log = logging.getLogger("viewlet")
-LEASE_CONF = "spark.viewlet.refresh.leaseSeconds"
-DEFAULT_SECONDS = 60.0
 COMMITTED, ABANDONED = "committed", "abandoned"
 HOST = socket.gethostname()
 _active: Set[str] = set()          # tokens this process holds
 _active_lock = threading.Lock()
-
-
-def lease_seconds(spark) -> float:
-    try:
-        raw = spark.conf.get(LEASE_CONF, None)
-    except Exception:                 # a stopped session: the default
-        raw = None
-    try:
-        seconds = float(raw) if raw is not None else DEFAULT_SECONDS
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; using %s", LEASE_CONF, raw,
-                    DEFAULT_SECONDS)
-        seconds = DEFAULT_SECONDS
-    return max(seconds, 1.0)
 
 
 @dataclass
@@ -133,7 +117,7 @@ class Lease:
     def __init__(self, view, batch: int):
         self.view, self.batch = view, batch
         self.token = uuid.uuid4().hex[:16]
-        self.seconds = lease_seconds(view.ctx.spark)
+        self.seconds = view.settings.lease_seconds
         self.path = join(view.ctx.layout.lease_dir(view.id), _name(batch, self.token))
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None

@@ -20,12 +20,14 @@ import datetime as dt
 import json
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from functools import cached_property
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pyarrow as pa
 
 from ...errors import ConcurrentUpdate
 from ...storage.base import TableStore
+from .stats import BatchStats
 
 _SCHEMA = pa.schema([
     ("batch", pa.int64()), ("phase", pa.string()), ("ranges", pa.string()),
@@ -46,6 +48,18 @@ Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
 RESULT, ORDERED = "__result", "__ordered"
 
 
+class Txn(NamedTuple):
+    """The Delta transaction id a batch commits each of its tables with: a re-run of the
+    batch skips the tables that hold it already."""
+    app: str             # the view's: viewlet:<view id>
+    batch: int
+
+    def done_in(self, store: TableStore, path: str) -> bool:
+        """Whether the table at `path` holds this batch's commit (or a later batch's)."""
+        done = store.txn_version(path, self.app)
+        return done is not None and done >= self.batch
+
+
 @dataclass
 class BatchRecord:
     batch: int
@@ -58,6 +72,11 @@ class BatchRecord:
     @property
     def watermarks(self) -> Dict[str, int]:
         return {rel: r[1] for rel, r in self.ranges.items()}
+
+    @cached_property
+    def batch_stats(self) -> BatchStats:
+        """`stats` (the JSON as stored) read as BatchStats."""
+        return BatchStats.from_json(self.stats)
 
 
 class Manifest:
@@ -115,9 +134,11 @@ class Manifest:
 
     def start(self, versions: Dict[str, int], stats: Dict, batch: int = 0,
               carried: Optional[pa.Table] = None):
-        """Create the manifest with the initial load as `batch`, after the rows `carried`
-        over from the manifest of the view this one rebuilds (one commit)."""
-        rec = BatchRecord(batch, "committed", {k: (v, v) for k, v in versions.items()}, {}, stats)
+        """Create the manifest with the initial load as `batch` (`stats`: its JSON, from
+        BatchStats.to_json), after the rows `carried` over from the manifest of the view this
+        one rebuilds (one commit)."""
+        rec = BatchRecord(batch, "committed", {k: (v, v) for k, v in versions.items()}, {},
+                          stats)
         rows = _row_table(rec)
         if carried is not None and carried.num_rows:
             rows = pa.concat_tables([carried.select(_SCHEMA.names).cast(_SCHEMA), rows])
@@ -134,7 +155,7 @@ class Manifest:
     def record_failure(self, batch: int, message: str):
         """A refresh that failed before committing `batch` (a plain append: it races with
         nothing, planners and committers only check their own transaction ids)."""
-        self._append(BatchRecord(batch, "failed", {}, {}, {"error": message}))
+        self._append(BatchRecord(batch, "failed", {}, {}, BatchStats(error=message).to_json()))
 
     def latest(self) -> BatchRecord:
         return self.records()[-1]
@@ -151,7 +172,7 @@ class Manifest:
     def drop(self, planned: BatchRecord, reason: str) -> None:
         """Drop a planned batch that failed before writing anything (see the docstring)."""
         self._append(BatchRecord(planned.batch, DROPPED, planned.ranges, planned.map_versions,
-                                 {"dropped": reason}))
+                                 BatchStats(dropped=reason).to_json()))
 
     def next_planned(self, rows: Optional[List[BatchRecord]] = None) -> int:
         """The number of the next batch to plan: after every planned, committed or dropped
@@ -162,6 +183,8 @@ class Manifest:
         return max((r.batch for r in rows if r.phase != "failed"), default=-1) + 1
 
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
+        """Append the committed row of `planned` (`stats`: the batch's, from
+        BatchStats.to_json)."""
         return self._append(BatchRecord(planned.batch, "committed", planned.ranges,
                                         planned.map_versions, stats), once=COMMIT_TXN)
 

@@ -1,10 +1,11 @@
-"""A view's compiled form: front end + compiler output, plus the physical schema of every
-map and of the result table, which Spark's analyzer decides once, at CREATE."""
+"""A view's compiled form: the front end's reading of its query (ViewSpec) and its trigger
+program, which a view loaded in any process takes from the program stored with it
+(compiler/stored.py is the format; a newer compiler never silently substitutes its own)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Union
 
 from ...calculus.ir import DeltaRel, Rel, walk_atoms
 from ...calculus.normalize import fresh_names
@@ -13,8 +14,9 @@ from ...compiler.program import Program, VALUE
 from ...compiler.stored import decode_program, encode_program
 from ...errors import StoredProgramError
 from ...frontend.spec import COUNT_COLUMN, ViewSpec
-from ...frontend.tables import ColumnInfo, TableInfo, TableResolver
+from ...frontend.tables import TableInfo, TableResolver
 from ...frontend.translator import translate
+from .definition import StoredProgram, ViewDefinition, table_ref, table_ref_json
 
 
 @dataclass
@@ -26,11 +28,9 @@ class CompiledView:
     fused: bool = True
     #: an IN (subquery) conjunct is its match count (frontend/translator.py); recorded in the catalog
     in_filters: bool = True
-    #: what the runtime derives from the program once per process (batch plans, result SQL)
-    cache: Dict = field(default_factory=dict, repr=False, compare=False)
     #: the program as the catalog entry keeps it (compiler/stored.py); None for a view created
     #: before programs were stored, whose program was compiled again in this process
-    stored: Optional[Dict] = field(default=None, repr=False, compare=False)
+    stored: Optional[StoredProgram] = field(default=None, repr=False, compare=False)
 
     @property
     def table_ids(self) -> Dict[str, str]:
@@ -53,15 +53,15 @@ def compile_definition(sql: str, resolver: TableResolver, depth: Optional[int],
 
 
 def stored_form(compiled: CompiledView) -> Dict:
-    """The program as CREATE stores it with the view (compiler/stored.py), kept on
+    """The program as CREATE stores it with the view (compiler/stored.py's JSON), kept on
     `compiled` too."""
     if compiled.stored is None:
-        compiled.stored = encode_program(compiled.program, compiled.table_ids)
-    return compiled.stored
+        compiled.stored = StoredProgram(encode_program(compiled.program, compiled.table_ids))
+    return compiled.stored.json
 
 
-def load_definition(entry: Dict, view: str) -> CompiledView:
-    """A view's compiled form from its catalog entry (`entry`: the entry's spec): the stored
+def load_definition(entry: ViewDefinition, view: str) -> CompiledView:
+    """A view's compiled form from its catalog entry (`view`: its name as SQL): the stored
     program, bound to the front end's reading of the query. The front end runs again (the
     result is read through its ViewSpec); the compiler does not: the program is the one
     CREATE stored, and the front end's reading must be the one that program maintains (its
@@ -69,14 +69,14 @@ def load_definition(entry: Dict, view: str) -> CompiledView:
     remedy. An entry without a stored program (a view created by an earlier version) is
     compiled again; `CompiledView.stored` is None then, and the engine rebuilds such a view
     before its next batch (its maps cannot be proven to be the ones compiled here)."""
-    depth, fused, in_filters = entry["depth"], entry.get("fused", False), entry.get("in_filters", False)
-    stored = entry.get("program")
+    depth, fused, in_filters = entry.depth, bool(entry.fused), bool(entry.in_filters)
+    stored = entry.program
     if stored is None:
-        return compile_definition(entry["sql"], StoredTables(entry["refs"]), depth,
-                                  entry.get("caches", False), fused, in_filters)
-    program = decode_program(stored, view)
+        return compile_definition(entry.sql, StoredTables(entry.refs), depth,
+                                  bool(entry.caches), fused, in_filters)
+    program = decode_program(stored.json, view)
     with fresh_names():
-        spec = translate(entry["sql"], StoredTables(entry["refs"]), in_filters)
+        spec = translate(entry.sql, StoredTables(entry.refs), in_filters)
     compiled = CompiledView(spec, program, depth, fused, in_filters, stored=stored)
     mismatch = _binding_mismatch(compiled, stored)
     if mismatch is not None:
@@ -88,15 +88,15 @@ def load_definition(entry: Dict, view: str) -> CompiledView:
     return compiled
 
 
-def _binding_mismatch(compiled: CompiledView, stored: Dict) -> Optional[str]:
+def _binding_mismatch(compiled: CompiledView, stored: StoredProgram) -> Optional[str]:
     """Why the front end's reading of the query is not the one the stored program maintains
     (None when it is): the same tables, view state (keys and column definitions) and
     multisets, variable names included, since the result is read through them."""
     spec, program = compiled.spec, compiled.program
     if program.depth != compiled.depth:
         return f"depth {program.depth} stored, {compiled.depth} in the catalog entry"
-    tables = {rel: spec.tables[rel].id for rel in stored["tables"] if rel in spec.tables}
-    if tables != stored["tables"]:
+    tables = {rel: spec.tables[rel].id for rel in stored.tables if rel in spec.tables}
+    if tables != stored.tables:
         return "its tables differ"
     state = program.maps.get(program.view_map)
     if state is None or tuple(state.keys) != tuple(spec.group) \
@@ -122,23 +122,19 @@ class RecordingResolver(TableResolver):
         return info
 
     def record(self) -> Dict[str, Dict]:
-        return {k: dict({"id": t.id, "display": t.display,
-                         "columns": [[c.name, c.type, c.nullable] for c in t.columns]},
-                        **({"view": t.view} if t.view else {}))
-                for k, t in self.refs.items()}
+        """The references as the catalog entry records them (`refs`)."""
+        return {k: table_ref_json(t) for k, t in self.refs.items()}
 
 
 class StoredTables(TableResolver):
     """Resolves a view's tables as recorded at CREATE, so every session compiles the same
     program (schema drift is detected separately, not absorbed)."""
 
-    def __init__(self, refs: Dict[str, Dict]):
-        self.refs = refs
+    def __init__(self, refs: Mapping[str, Union[TableInfo, Dict]]):
+        self.refs = refs             # as read (TableInfo), or as recorded (JSON)
 
     def resolve(self, parts: Sequence[str]) -> TableInfo:
-        t = self.refs[parts_key(parts)]
-        return TableInfo(t["id"], t["display"], tuple(ColumnInfo(*c) for c in t["columns"]),
-                         t.get("view"))
+        return table_ref(self.refs[parts_key(parts)])
 
 
 def parts_key(parts: Sequence[str]) -> str:

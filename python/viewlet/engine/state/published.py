@@ -14,26 +14,27 @@ from typing import List, Optional
 
 from ..spark import catalog_views
 from .catalog import Entry
+from .settings import Settings
 
 log = logging.getLogger("viewlet")
 
 
-def catalog_parts(ctx, entry: Entry) -> Optional[List[str]]:
+def catalog_parts(ctx, entry: Entry, settings: Optional[Settings] = None) -> Optional[List[str]]:
     """Where the view is (or would be) in Spark's catalog; None if it is not published:
     delta-spark absent, or a result table with columns that are not the view's."""
-    if not catalog_views.registers_views(ctx.spark) or unpublishable(entry):
+    if not (settings or Settings(ctx.spark)).registers_views or unpublishable(entry):
         return None
-    return entry.spec.get("catalog_name") or catalog_views.catalog_name(ctx.spark, entry.name)
+    return entry.definition.catalog_name or catalog_views.catalog_name(ctx.spark, entry.name)
 
 
 def unpublishable(entry: Entry) -> Optional[str]:
     """Why the result table cannot stand for the view in the catalog (its columns would not
     be the view's: `SELECT * FROM v` must not depend on delta-spark being there), or None."""
-    layout = entry.spec.get("result", {})
-    if layout.get("hidden"):
+    layout = entry.definition.result
+    if layout.hidden:
         return ("its result table has hidden group-key columns (GROUP BY keys missing from "
                 "the SELECT list); add them to the SELECT list")
-    renamed = [c["name"] for c in layout.get("columns", []) if c["physical"] != c["name"]]
+    renamed = [c.name for c in layout.columns if c.physical != c.name]
     if renamed:
         return (f"Delta column names cannot hold {', '.join(repr(n) for n in renamed)}; give "
                 "those columns aliases (AS name)")
@@ -42,24 +43,25 @@ def unpublishable(entry: Entry) -> Optional[str]:
 
 def reserve(ctx, name: str) -> Optional[List[str]]:
     """The catalog name a new view will take (None: a temporary view, or nothing). That no
-    table or view of the session holds it was checked before (views._refuse_taken_name)."""
-    if not catalog_views.registers_views(ctx.spark):
+    table or view of the session holds it was checked before (ops/create.py)."""
+    if not Settings(ctx.spark).registers_views:
         return None
     return catalog_views.catalog_name(ctx.spark, name)
 
 
-def publish(ctx, entry: Entry, result_location: str) -> None:
-    if not catalog_views.publishes(ctx.spark):
+def publish(ctx, entry: Entry, result_location: str, settings: Optional[Settings] = None) -> None:
+    settings = settings or Settings(ctx.spark)
+    if not settings.publishes:
         return
-    parts = catalog_parts(ctx, entry)
+    parts = catalog_parts(ctx, entry, settings)
     try:
         if parts is not None:
             catalog_views.register(ctx.spark, parts, result_location)
             return
-        if catalog_views.registers_views(ctx.spark):
+        if settings.registers_views:
             log.info("Incremental view %s is a temporary view, not a Delta table of the "
                      "catalog: %s.", entry.name, unpublishable(entry))
-        columns = [(c["physical"], c["name"]) for c in entry.spec["result"]["columns"]]
+        columns = [(c.physical, c.name) for c in entry.definition.result.columns]
         catalog_views.register_temporary(ctx.spark, entry.name, result_location, columns)
     except Exception as e:  # noqa: BLE001 - the view works without its catalog entry
         log.warning("Incremental view %s was not made visible to Spark's catalog: %s. It "
@@ -67,9 +69,10 @@ def publish(ctx, entry: Entry, result_location: str) -> None:
 
 
 def withdraw(ctx, entry: Entry, result_location: str) -> None:
-    if not catalog_views.publishes(ctx.spark):
+    settings = Settings(ctx.spark)
+    if not settings.publishes:
         return
-    parts = catalog_parts(ctx, entry)
+    parts = catalog_parts(ctx, entry, settings)
     if parts is None:
         if catalog_views.temporary_exists(ctx.spark, entry.name):
             catalog_views.unregister_temporary(ctx.spark, entry.name)
@@ -84,16 +87,18 @@ def withdraw(ctx, entry: Entry, result_location: str) -> None:
 def withdraw_temporary(ctx) -> None:
     """Drop the temporary views `ctx` published (Viewlet enabled on another warehouse in
     the same session); catalog tables stay, they belong to the metastore."""
-    if not catalog_views.publishes(ctx.spark):
+    settings = Settings(ctx.spark)
+    if not settings.publishes:
         return
     for entry in ctx.catalog.entries("view"):
-        if catalog_parts(ctx, entry) is None and \
+        if catalog_parts(ctx, entry, settings) is None and \
                 catalog_views.temporary_exists(ctx.spark, entry.name):
             catalog_views.unregister_temporary(ctx.spark, entry.name)
 
 
 def publish_all(ctx) -> None:
-    if not catalog_views.publishes(ctx.spark):
+    settings = Settings(ctx.spark)
+    if not settings.publishes:
         return
     for entry in ctx.catalog.entries("view"):
-        publish(ctx, entry, ctx.layout.result_table(entry.id))
+        publish(ctx, entry, ctx.layout.result_table(entry.id), settings)

@@ -1,48 +1,85 @@
-"""A view as one statement sees it: its catalog entry, its compiled program, where its
-tables live, and what the batches derive from them once (batch plans, schemas)."""
+"""A view as one statement sees it (`LoadedView`): its catalog entry and definition, its
+compiled program, its settings, where its tables live; and what this process keeps of it
+between statements (`Resident`): what is derived from its program once (`Derived`) and what
+one batch leaves for the next (`Runtime`)."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
-from pyspark.sql.types import StructType
 
-from ...plan.batch import BatchPlan, build_plan
-from ...plan.lower import q
+from ...frontend.ordering import TopN
+from ...plan.batch import BatchPlan, Phase, build_plan
+from ...plan.local.types import NotLocal
 from ..spark.io import arrow_schema
 from .catalog import Entry
+from .definition import MapSchema, ViewDefinition
 from .kept import map_location
-from .manifest import Manifest
+from .manifest import Manifest, Txn
 from .program import CompiledView, relation_columns
+from .settings import Settings
 
 
 @dataclass
-class MapSchema:
-    keys: List[str]
-    key_types: List[str]
-    values: Dict[str, str]
+class Derived:
+    """What this process derives from a view's program and definition once, on first use
+    (kept while the program is the view's)."""
+    map_arrow: Dict[str, pa.Schema] = field(default_factory=dict)
+    #: (changed relations, relations with changes) -> the batch plan (plan/batch.py)
+    plans: Dict[Tuple[tuple, tuple], BatchPlan] = field(default_factory=dict)
+    #: (phase, ANSI mode) -> the phase in DuckDB's SQL, or why it has none (batch/local.py)
+    local_sql: Dict[Tuple[int, bool], Tuple[Phase, Union[str, NotLocal]]] = \
+        field(default_factory=dict)
+    #: ANSI mode -> why the local target cannot run the view, None if it can
+    local_blocker: Dict[bool, Optional[str]] = field(default_factory=dict)
+    #: the result rows' SQL over a state delta, and the result table's columns
+    result_sql: Optional[Tuple[str, List[str]]] = None
+    result_arrow: Optional[pa.Schema] = None
+    #: ANSI mode -> the result rows' SQL in DuckDB's, or why it has none
+    result_sql_local: Dict[bool, Union[str, NotLocal]] = field(default_factory=dict)
+    window_sql: Optional[str] = None
+    window_sql_local: Dict[bool, Union[str, NotLocal]] = field(default_factory=dict)
+    window_arrow: Optional[pa.Schema] = None
 
-    def ddl(self) -> str:
-        cols = list(zip(self.keys, self.key_types)) + list(self.values.items())
-        return ", ".join(f"{q(c)} {t}" for c, t in cols)
 
-    def struct(self) -> StructType:
-        return StructType.fromDDL(self.ddl())
+@dataclass
+class Runtime:
+    """What one batch of a view leaves for the next in this process."""
+    #: the staged files of the last batch that ran on Spark (dropped by the next one)
+    scratch: Optional[str] = None
+    #: a top-N view's ordered rows, at the ordered table's version that holds them
+    ordered: Optional[Tuple[int, pa.Table]] = None
+    #: relation -> the base table's schema last found compatible (batch/drift.py)
+    checked_schemas: Dict[str, object] = field(default_factory=dict)
 
-    def to_json(self):
-        return {"keys": self.keys, "key_types": self.key_types, "values": self.values}
+
+@dataclass
+class Resident:
+    """What this process keeps of a view between statements (EngineContext keeps one per
+    view, replaced when its program is)."""
+    compiled: CompiledView
+    key: Optional[str] = None          # what the compiled form follows from (context.py)
+    derived: Derived = field(default_factory=Derived)
+    runtime: Runtime = field(default_factory=Runtime)
 
 
 class LoadedView:
-    def __init__(self, ctx, entry: Entry, compiled: CompiledView):
-        self.ctx, self.entry, self.compiled = ctx, entry, compiled
-        self.spec = entry.spec
+    def __init__(self, ctx, entry: Entry, resident: Resident):
+        self.ctx, self.entry = ctx, entry
+        self.definition: ViewDefinition = entry.definition
+        self.compiled: CompiledView = resident.compiled
+        self.derived, self.runtime = resident.derived, resident.runtime
 
     id = property(lambda self: self.entry.id)
     name = property(lambda self: self.entry.name)
+
+    @cached_property
+    def settings(self) -> Settings:
+        """The statement's settings: the view's options over the session's."""
+        return Settings(self.ctx.spark, self.definition.options)
 
     @cached_property
     def _columns(self):
@@ -55,20 +92,20 @@ class LoadedView:
         return self.compiled.spec.tables[relation].id
 
     def map_path(self, name: str) -> str:
-        return map_location(self.entry.location, name, self.spec["maps"][name])
+        return map_location(self.entry.location, name, self.definition.maps[name])
 
     def map_schema(self, name: str) -> MapSchema:
-        key = ("map_schema", name)
-        if key not in self.compiled.cache:
-            m = self.spec["maps"][name]
-            self.compiled.cache[key] = MapSchema(m["keys"], m["key_types"], m["values"])
-        return self.compiled.cache[key]
+        return self.definition.maps[name]
 
     def map_arrow_schema(self, name: str) -> pa.Schema:
-        key = ("map_arrow_schema", name)
-        if key not in self.compiled.cache:
-            self.compiled.cache[key] = arrow_schema(self.map_schema(name).struct())
-        return self.compiled.cache[key]
+        cache = self.derived.map_arrow
+        if name not in cache:
+            cache[name] = arrow_schema(self.map_schema(name).struct())
+        return cache[name]
+
+    def zero_columns(self, name: str) -> List[str]:
+        """The columns of map `name` whose sums all 0 mean a row is gone."""
+        return self.compiled.program.maps[name].zero_columns()
 
     @property
     def result_path(self) -> str:
@@ -79,7 +116,7 @@ class LoadedView:
         return self.ctx.layout.ordered_table(self.id)
 
     @property
-    def top_n(self):
+    def top_n(self) -> Optional[TopN]:
         """ORDER BY ... LIMIT of a top-N view (None otherwise, and at depth 0: recomputed)."""
         return self.compiled.spec.top_n if self.compiled.depth != 0 else None
 
@@ -91,14 +128,18 @@ class LoadedView:
     def app_id(self) -> str:
         return f"viewlet:{self.id}"
 
+    def txn(self, batch: int) -> Txn:
+        """The transaction id batch `batch` commits every table of the view with."""
+        return Txn(self.app_id, batch)
+
     def scratch_dir(self, batch: int) -> str:
         """Where one attempt at a batch keeps its input files (removed when it ends)."""
         return self.ctx.layout.scratch_dir(self.id, f"{batch}-{uuid.uuid4().hex[:12]}")
 
     def batch_plan(self, changed, active) -> BatchPlan:
         """The batch SQL for these changed relations (built once per view and set)."""
-        key = ("plan", changed, active)
-        plans = self.compiled.cache
+        plans = self.derived.plans
+        key = (changed, active)
         if key not in plans:
             plans[key] = build_plan(self, changed, active)
         return plans[key]

@@ -421,7 +421,7 @@ class _Bench:
     def _sizes(self, scale, size, created):
         for (view, variant), name in created.items():
             loaded = self.vl.load(name)
-            maps = {m: metrics.delta_live_bytes(loaded.map_path(m)) for m in loaded.spec["maps"]}
+            maps = {m: metrics.delta_live_bytes(loaded.map_path(m)) for m in loaded.definition.maps}
             self.results["sizes"].append({
                 "scale": scale, "batch_size": size, "view": view, "method": variant.method,
                 "maps": len(maps), "map_bytes": sum(maps.values()), "map_bytes_by_map": maps,
