@@ -121,8 +121,8 @@ def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark,
                     spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
             for view, query in VIEWS.items():
                 assert_view_matches(spark, view, query)
-            deletion_vectors_seen |= bool(vl.store.snapshot(
-                vl.resolver().location(["db", "orders"])[0]).deleted)
+            deletion_vectors_seen |= bool(vl.ctx.store.snapshot(
+                vl.ctx.resolver().location(["db", "orders"])[0]).deleted)
         # delta-spark wrote deletion vectors, which every read above had to apply
         assert deletion_vectors_seen
     finally:
@@ -140,7 +140,7 @@ def test_a_view_is_a_delta_table_of_the_catalog(spark, vl):
                    spark.sql("DESCRIBE TABLE EXTENDED status_view").collect()}
         assert details["Provider"] == "delta"
         assert "viewlet.incrementalView=true" in details["Table Properties"]
-        assert f"viewlet.definition={vl.layout.catalog}" in details["Table Properties"]
+        assert f"viewlet.definition={vl.ctx.layout.catalog}" in details["Table Properties"]
         version_before = spark.sql("DESCRIBE HISTORY status_view").agg({"version": "max"}).first()[0]
         before = spark.sql("SELECT * FROM status_view")
         before_rows = sorted((tuple(r) for r in before.collect()), key=repr)
@@ -183,7 +183,7 @@ def test_a_view_whose_columns_delta_cannot_name_is_a_temporary_view(spark, vl):
         assert details["Type"] == "INCREMENTAL VIEW" and "sum(qty)" in details
         assert_view_matches(spark, "unnamed_sum", query)      # Spark's column names
         assert spark.sql("DESCRIBE HISTORY unnamed_sum").first().version == \
-            vl.store.version(vl.load("unnamed_sum").result_path)
+            vl.ctx.store.version(vl.ctx.load("unnamed_sum").result_path)
     finally:
         spark.sql("DROP INCREMENTAL VIEW unnamed_sum")
 
@@ -202,15 +202,15 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
         for _ in range(2):
             work.batch()
             spark.sql("REFRESH INCREMENTAL VIEW interop")
-        view = vl.load("interop")
-        tables = [view.result_path] + [vl.layout.map_table(view.id, m) for m in view.definition.maps]
+        view = vl.ctx.load("interop")
+        tables = [view.result_path] + [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps]
         for path in tables:
             by_delta_spark = spark.read.format("delta").load(path)
-            by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
+            by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
             assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
                                ignore_nullable=True)
             history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
-            assert history.agg({"version": "max"}).first()[0] == vl.store.version(path)
+            assert history.agg({"version": "max"}).first()[0] == vl.ctx.store.version(path)
             detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
             # the lowest protocol that works: no table features a reader must know
             assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
@@ -231,14 +231,14 @@ def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_
             work.batch()
             for view in ("by_status", "cust_orders"):
                 spark.sql(f"REFRESH INCREMENTAL VIEW {view}_d")
-                stats = vl.load(f"{view}_d").manifest.last_committed().stats
+                stats = vl.ctx.load(f"{view}_d").manifest.last_committed().stats
                 assert stats["engine"] == "distributed", stats
                 assert_view_matches(spark, f"{view}_d", VIEWS[view], engine=False)
-        loaded = vl.load("by_status_d")
-        for path in [loaded.result_path] + [vl.layout.map_table(loaded.id, m)
+        loaded = vl.ctx.load("by_status_d")
+        for path in [loaded.result_path] + [vl.ctx.layout.map_table(loaded.id, m)
                                             for m in loaded.definition.maps]:
             by_delta_spark = spark.read.format("delta").load(path)
-            by_delta_rs = arrow_frame(spark, vl.store.read_arrow(path), by_delta_spark.schema)
+            by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
             assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
                                ignore_nullable=True)
             detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()

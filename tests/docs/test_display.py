@@ -54,7 +54,7 @@ def test_explanation_text_is_the_explain_statement(spark, vl, view):
 
 def test_explanation_structure_follows_the_program(vl, view):
     explanation = vl.explain(view)
-    program = vl.load(view).compiled.program
+    program = vl.ctx.load(view).compiled.program
     assert [m.name for m in explanation.maps] == list(program.maps)
     assert explanation.maps[0].role == "view state"
     assert [t.relation for t in explanation.triggers] == ["shop_r", "shop_s"]

@@ -90,7 +90,7 @@ def test_create_refresh_restart_explain_with_spark_defaults(tmp_path):
                 r = spark.sql(f"REFRESH INCREMENTAL VIEW v_{{engine}}").first()
                 assert r["status"] == "refreshed", r
                 check(f"v_{{engine}}", {QUERY!r})
-                last = vl.load(f"v_{{engine}}").manifest.last_committed().stats
+                last = vl.ctx.load(f"v_{{engine}}").manifest.last_committed().stats
                 print("ENGINE", engine, last["engine"], last.get("engine_reason"))
             plan = "\\n".join(r.plan for r in spark.sql("EXPLAIN INCREMENTAL VIEW v_auto").collect())
             assert "Maps:" in plan and "ON BATCH" in plan, plan

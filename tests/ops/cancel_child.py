@@ -66,7 +66,7 @@ def after(spark, view, query):
     print("HISTORY", view, top["batch"], top["status"], flush=True)
     print("REFRESH", view, spark.sql(f"REFRESH INCREMENTAL VIEW {view}").first()["status"],
           flush=True)
-    records = __import__("viewlet").context(spark).load(view).manifest.records()
+    records = __import__("viewlet").context(spark).ctx.load(view).manifest.records()
     print("ROWS", view, " ".join(f"{r.batch}:{r.phase}" for r in records), flush=True)
     assert_view_matches(spark, view, query, engine=False)
     print("CHECKED", view, flush=True)

@@ -84,7 +84,7 @@ def role_b(state):
     wait_for(os.path.join(state, "go"))
     refresh(spark, "B2")
     assert_view_matches(spark, "totals", QUERY, engine=False)
-    records = viewlet.context(spark).load("totals").manifest.records()
+    records = viewlet.context(spark).ctx.load("totals").manifest.records()
     print("ROWS", " ".join(f"{r.batch}:{r.phase}" for r in records), flush=True)
     print("CHECKED", flush=True)
 

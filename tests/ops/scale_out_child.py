@@ -76,7 +76,7 @@ def main(root: str, n: int) -> None:
     DeltaTable(table).delete("k % 97 = 3")
     DeltaTable(table).update(updates={"v": "v + 1"}, predicate="k % 89 = 5")
     spark.sql("REFRESH INCREMENTAL VIEW wide").collect()
-    last = vl.load("wide").manifest.last_committed().stats
+    last = vl.ctx.load("wide").manifest.last_committed().stats
     facts["engine"] = last.get("engine")
     facts["reason"] = last.get("engine_reason")
     facts["view_rows"] = spark.sql("SELECT COUNT(*) FROM wide").first()[0]
@@ -85,7 +85,7 @@ def main(root: str, n: int) -> None:
     # a small batch afterwards runs in the driver again, on the maps the big one wrote
     write_deltalake(table, rows(300, 7, 500), mode="append")
     vl.refresh("wide")               # the Python API: a failure shows its Python traceback
-    facts["small_engine"] = vl.load("wide").manifest.last_committed().stats.get("engine")
+    facts["small_engine"] = vl.ctx.load("wide").manifest.last_committed().stats.get("engine")
     facts["small_differences"] = differences(spark, "wide", query)
     print("FACTS " + json.dumps(facts))
     spark.stop()

@@ -28,7 +28,7 @@ def work(spark, vl, tmp_path):
 
 
 def _expected_at(spark, vl, work, versions):
-    frames = {rel: read_table(spark, vl.store, work.paths[rel], v) for rel, v in versions.items()}
+    frames = {rel: read_table(spark, vl.ctx.store, work.paths[rel], v) for rel, v in versions.items()}
     return spark.sql(TEMPLATE, **frames)
 
 
@@ -63,7 +63,7 @@ def test_refresh_pins_versions_while_tables_are_written(spark, vl, work):
             finished = done.is_set()          # read before refreshing: one more after the end
             if vl.refresh("cc_pinned")["status"] == "refreshed":
                 batches += 1
-            view = vl.load("cc_pinned")
+            view = vl.ctx.load("cc_pinned")
             last = view.manifest.last_committed()
             expected = _expected_at(spark, vl, work, {rel: r[1] for rel, r in last.ranges.items()})
             assert_df_equality(vl.read_view("cc_pinned"), expected, ignore_nullable=True,
@@ -101,7 +101,7 @@ def test_two_refreshers_of_one_view(spark, vl, work):
         assert len(outcomes) == 2 and any(o == "refreshed" or o.startswith("recovered")
                                           for o in outcomes), outcomes
         vl.refresh("cc_two")                    # finishes a batch a conflict interrupted
-        records = vl.load("cc_two").manifest.records()
+        records = vl.ctx.load("cc_two").manifest.records()
         for phase in ("planned", "committed"):
             batches = [r.batch for r in records if r.phase == phase]
             assert len(batches) == len(set(batches)), records   # one row per batch and phase
@@ -131,7 +131,7 @@ def test_a_batch_another_refresher_commits_meanwhile_is_applied_once(spark, vl, 
         return out
 
     def committed():
-        return [r.batch for r in vl.load("cc_late").manifest.records() if r.phase == "committed"]
+        return [r.batch for r in vl.ctx.load("cc_late").manifest.records() if r.phase == "committed"]
 
     before = committed()
     monkeypatch.setattr(drift, "batch_ranges", ranges_then_another_refresh)
@@ -159,7 +159,7 @@ def test_two_creates_of_one_name(spark, vl, work):
     for t in threads:
         t.join()
     assert sorted(o == "created" for o in outcomes) == [False, True], outcomes
-    assert [e.name for e in vl.catalog.entries()].count("cc_same") == 1
+    assert [e.name for e in vl.ctx.catalog.entries()].count("cc_same") == 1
     spark.sql("DROP INCREMENTAL VIEW cc_same")
 
 
@@ -168,17 +168,17 @@ def test_stale_writers_of_the_same_transaction_conflict(vl, tmp_path):
     snapshot and commit the same transaction app id, the second fails; a writer that reads
     after the first sees the transaction and skips."""
     path = str(tmp_path / "m")
-    manifest = Manifest(vl.store, path)
+    manifest = Manifest(vl.ctx.store, path)
     manifest.start({"r": 0}, {})
     row = pa.table({"x": [1]})
-    v = vl.store.version(path)
+    v = vl.ctx.store.version(path)
     other = str(tmp_path / "o")
-    vl.store.create(other, row)
-    v = vl.store.version(other)
-    assert vl.store.append_once(other, row, ("app", 1), read_version=v)
+    vl.ctx.store.create(other, row)
+    v = vl.ctx.store.version(other)
+    assert vl.ctx.store.append_once(other, row, ("app", 1), read_version=v)
     with pytest.raises(ConcurrentUpdate, match="run the statement again"):
-        vl.store.append_once(other, row, ("app", 2), read_version=v)
-    assert not vl.store.append_once(other, row, ("app", 1))
+        vl.ctx.store.append_once(other, row, ("app", 2), read_version=v)
+    assert not vl.ctx.store.append_once(other, row, ("app", 1))
     assert manifest.plan(1, {"r": (0, 1)}, {}) is True
     assert manifest.plan(1, {"r": (0, 2)}, {}) is False        # batch 1 is already planned
     assert [r.ranges for r in manifest.records() if r.phase == "planned"] == [{"r": (0, 1)}]

@@ -30,13 +30,13 @@ def _r_commits(work, n):
 def test_continuous_refresh_with_bounded_batches(spark, vl, work):
     spark.sql(f"CREATE INCREMENTAL VIEW ct_v WITH (refresh = '1 hour') AS {QUERY}")
     vl.stop()                 # CREATE started the loop; halt it so no batch races the commits
-    view = vl.load("ct_v")
+    view = vl.ctx.load("ct_v")
     start = view.manifest.last_committed().watermarks["r"]
     _r_commits(work, 2)
-    end = vl.store.version(work.paths["r"])
+    end = vl.ctx.store.version(work.paths["r"])
     assert end - start >= 2
     vl.start("ct_v", max_commits=1)        # back-pressure: one commit of r per batch
-    assert vl.continuous.wait_for_batches("ct_v", end - start, timeout=600)
+    assert vl.ctx.continuous.wait_for_batches("ct_v", end - start, timeout=600)
     vl.stop()
     records = [r for r in view.manifest.records() if r.phase == "committed" and r.batch > 0]
     assert all(r.ranges["r"][1] - r.ranges["r"][0] <= 1 for r in records)
@@ -46,7 +46,7 @@ def test_continuous_refresh_with_bounded_batches(spark, vl, work):
     assert shown["ct_v"].refresh.startswith("every 1 hour")
     row = spark.sql("ALTER INCREMENTAL VIEW ct_v SET REFRESH MANUAL").collect()[0]
     assert row.refresh == "manual"
-    assert vl.catalog.find("ct_v").spec["refresh"] is None
+    assert vl.ctx.catalog.find("ct_v").spec["refresh"] is None
     spark.sql("DROP INCREMENTAL VIEW ct_v")
 
 
@@ -54,13 +54,13 @@ def test_loop_errors_are_recorded_and_shown(spark, vl, work):
     spark.sql(f"CREATE INCREMENTAL VIEW ct_err AS {QUERY}")
     spark.sql("ALTER INCREMENTAL VIEW ct_err SET REFRESH EVERY '1 second'")
     _r_commits(work, 1)
-    assert vl.continuous.wait_for_batches("ct_err", 1, timeout=600)
+    assert vl.ctx.continuous.wait_for_batches("ct_err", 1, timeout=600)
     vl.stop()                                # waits for the batch in flight
     shutil.rmtree(work.paths["r"])           # every later batch fails until FULL or DROP
     vl.start("ct_err")
-    statuses = vl.continuous.status
-    with vl.continuous._cv:
-        assert vl.continuous._cv.wait_for(
+    statuses = vl.ctx.continuous.status
+    with vl.ctx.continuous._cv:
+        assert vl.ctx.continuous._cv.wait_for(
             lambda: "ct_err" in statuses and statuses["ct_err"].failures >= 1, timeout=600)
     shown = {r.view: r for r in spark.sql("SHOW INCREMENTAL VIEWS").collect()}
     assert "no longer exists" in shown["ct_err"].last_error
@@ -71,7 +71,7 @@ def test_loop_errors_are_recorded_and_shown(spark, vl, work):
     failed = spark.sql("SELECT message FROM viewlet_history('ct_err') WHERE status = 'failed'")
     assert "no longer exists" in failed.collect()[0].message     # the history keeps the errors
     vl.stop()
-    assert not vl.continuous.running("ct_err")
+    assert not vl.ctx.continuous.running("ct_err")
     spark.sql("DROP INCREMENTAL VIEW ct_err")
 
 

@@ -46,12 +46,12 @@ def _refresh_fails(spark, name, *needles):
 
 
 def _full(spark, vl, name, query):
-    old = vl.catalog.find(name).location
+    old = vl.ctx.catalog.find(name).location
     row = spark.sql(f"REFRESH INCREMENTAL VIEW {name} FULL").collect()[0]
     assert row.status == "rebuilt"
-    new = vl.catalog.find(name).location
+    new = vl.ctx.catalog.find(name).location
     assert new != old and not os.path.exists(old)
-    assert [e.name for e in vl.catalog.entries("view")].count(name) == 1
+    assert [e.name for e in vl.ctx.catalog.entries("view")].count(name) == 1
     assert_view_matches(spark, name, query)
 
 
@@ -119,7 +119,7 @@ def test_column_dropped(spark, vl, table):
     _refresh_fails(spark, "dr_col", "no longer has column v")
     with pytest.raises(AnalysisException, match="v"):   # the query itself no longer compiles
         spark.sql("REFRESH INCREMENTAL VIEW dr_col FULL")
-    assert vl.catalog.find("dr_col") is not None          # the failed rebuild changed nothing
+    assert vl.ctx.catalog.find("dr_col") is not None          # the failed rebuild changed nothing
     spark.sql("DROP INCREMENTAL VIEW dr_col")
 
 

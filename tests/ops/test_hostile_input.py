@@ -34,7 +34,7 @@ def q(name):
 def _state(vl):
     root = os.path.join(vl.warehouse, "views")
     dirs = set(os.listdir(root)) if os.path.exists(root) else set()
-    return sorted((e.kind, e.name) for e in vl.catalog.entries()), dirs
+    return sorted((e.kind, e.name) for e in vl.ctx.catalog.entries()), dirs
 
 
 def _assert_same_rows(spark, view, query):
@@ -59,7 +59,7 @@ def test_odd_column_names_and_paths(spark, vl, tmp_path):
         write_deltalake(path, pa.table(extra), mode="append")
         spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
         _assert_same_rows(spark, name, query)
-        for loc in (vl.catalog.find(name).location,):
+        for loc in (vl.ctx.catalog.find(name).location,):
             assert os.path.realpath(loc).startswith(os.path.realpath(vl.warehouse) + os.sep)
         spark.sql(f"DROP INCREMENTAL VIEW {name}")
 
@@ -74,7 +74,7 @@ def test_odd_quoted_view_names_stay_inside_the_warehouse(spark, vl, name):
     try:
         assert [tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect()] == [(1,)]
         plain = name[1:-1].replace("``", "`")
-        loc = vl.catalog.find(plain).location
+        loc = vl.ctx.catalog.find(plain).location
         assert os.path.realpath(loc).startswith(os.path.realpath(vl.warehouse) + os.sep)
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW {name}")

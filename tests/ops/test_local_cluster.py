@@ -62,7 +62,7 @@ def test_file_uri_warehouse(spark, vl, tmp_path):   # vl: delta.`path` in the or
         actual = ctx.read_view("uri_v")
         actual.createOrReplaceTempView("uri_v_rows")
         assert_view_matches(spark, "uri_v_rows", query)
-    location = ctx.catalog.find("uri_v").location
+    location = ctx.ctx.catalog.find("uri_v").location
     assert location.startswith("file://") and os.path.isdir(location[len("file://"):])
     ctx.drop_view("uri_v")
     assert not os.path.exists(location[len("file://"):])

@@ -37,7 +37,7 @@ def assert_ran_on_test_engine(spark, view: str):
     the local target could not run is a failure unless the view uses SQL it refuses up
     front (then the batch ran on Spark, saying why)."""
     import viewlet
-    ctx = viewlet.context(spark)
+    ctx = viewlet.context(spark).ctx
     if ctx.catalog.find(view, "view") is None:       # rows of a view read some other way
         return
     loaded = ctx.load(view)

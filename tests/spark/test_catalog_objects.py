@@ -24,7 +24,7 @@ def _tables(spark):
 
 
 def _version(vl, view):
-    return vl.store.version(vl.load(view).result_path)
+    return vl.ctx.store.version(vl.ctx.load(view).result_path)
 
 
 def test_a_view_is_listed_described_and_dropped_like_a_table(spark, vl, work):
@@ -37,9 +37,9 @@ def test_a_view_is_listed_described_and_dropped_like_a_table(spark, vl, work):
         details = {r.col_name: r.data_type
                    for r in spark.sql("DESCRIBE TABLE EXTENDED listed").collect()}
         assert details["Type"] == "INCREMENTAL VIEW"
-        assert details["Location"] == vl.load("listed").result_path
+        assert details["Location"] == vl.ctx.load("listed").result_path
         assert "viewlet.incrementalView=true" in details["Table Properties"]
-        assert f"viewlet.definition={vl.layout.catalog}" in details["Table Properties"]
+        assert f"viewlet.definition={vl.ctx.layout.catalog}" in details["Table Properties"]
         assert [r.col_name for r in spark.sql("SHOW COLUMNS IN listed").collect()] == ["a", "sf", "n"]
         assert spark.catalog.tableExists("listed")
     finally:
@@ -80,11 +80,11 @@ def test_time_travel_and_history_of_a_view(spark, vl, work):
 
 def test_time_travel_and_history_of_a_base_table_by_path(spark, vl, work):
     path = work.paths["r"]
-    latest = vl.store.version(path)
+    latest = vl.ctx.store.version(path)
     old = spark.sql(f"SELECT * FROM delta.`{path}` VERSION AS OF 0")
-    assert old.count() == vl.store.read_arrow(path, 0).num_rows
+    assert old.count() == vl.ctx.store.read_arrow(path, 0).num_rows
     assert spark.sql(f"SELECT * FROM r VERSION AS OF {latest}").count() == \
-        vl.store.read_arrow(path, latest).num_rows
+        vl.ctx.store.read_arrow(path, latest).num_rows
     assert spark.sql(f"DESCRIBE HISTORY delta.`{path}`").first().version == latest
 
 
@@ -146,7 +146,7 @@ def test_the_change_feed_remedy_runs_without_delta_spark(spark, vl, tmp_path):
                        r"true\)", str(caught.value)).group(0)
     assert "fed" not in vl.view_names()
     spark.sql(remedy)
-    assert vl.store.properties(path)["delta.enableChangeDataFeed"] == "true"
+    assert vl.ctx.store.properties(path)["delta.enableChangeDataFeed"] == "true"
     spark.sql(f"CREATE INCREMENTAL VIEW fed AS {query}")
     try:
         write_deltalake(path, pa.table({"a": pa.array([3], pa.int64())}), mode="append")

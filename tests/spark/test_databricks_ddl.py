@@ -61,7 +61,7 @@ def test_create_or_refresh_creates_refreshes_or_replaces(spark, vl, work):
     assert_view_matches(spark, "db_cor", WIDER)
     deeper = spark.sql(f"CREATE OR REFRESH MATERIALIZED VIEW db_cor WITH (depth = 1) AS {WIDER}")
     assert deeper.collect()[0].status == "replaced"
-    assert vl.catalog.find("db_cor").spec["depth"] == 1
+    assert vl.ctx.catalog.find("db_cor").spec["depth"] == 1
     history = _history(spark, "db_cor")
     assert [(h.batch, h.status) for h in history] == [
         (3, "rebuilt"), (2, "rebuilt"), (1, "committed"), (0, "created")]
@@ -75,9 +75,9 @@ def test_create_or_refresh_creates_refreshes_or_replaces(spark, vl, work):
 
 def test_schedule_is_continuous_refresh(spark, vl, work):
     spark.sql(f"CREATE MATERIALIZED VIEW db_sched SCHEDULE EVERY 1 SECOND AS {QUERY}")
-    assert vl.catalog.find("db_sched").spec["refresh"] == 1.0
+    assert vl.ctx.catalog.find("db_sched").spec["refresh"] == 1.0
     _r_commit(work)                     # picked up by the session's background refresh
-    assert vl.continuous.wait_for_batches("db_sched", 1, timeout=600)
+    assert vl.ctx.continuous.wait_for_batches("db_sched", 1, timeout=600)
     vl.stop()                           # waits for the batch in flight
     assert [h.status for h in _history(spark, "db_sched")][0] == "committed"
     spark.sql("REFRESH MATERIALIZED VIEW db_sched")   # commits the loop had not reached yet
@@ -85,16 +85,16 @@ def test_schedule_is_continuous_refresh(spark, vl, work):
     with pytest.raises(AnalysisException, match="already has a schedule.*ALTER SCHEDULE"):
         spark.sql("ALTER MATERIALIZED VIEW db_sched ADD SCHEDULE EVERY 1 HOUR")
     row = spark.sql("ALTER MATERIALIZED VIEW db_sched ALTER SCHEDULE REFRESH EVERY 2 HOURS").collect()[0]
-    assert row.refresh == "every 2 hours" and vl.catalog.find("db_sched").spec["refresh"] == 7200
+    assert row.refresh == "every 2 hours" and vl.ctx.catalog.find("db_sched").spec["refresh"] == 7200
     shown = {r.view: r for r in spark.sql("SHOW MATERIALIZED VIEWS").collect()}
     assert shown["db_sched"].refresh.startswith("every 2 hours")
     assert spark.sql("ALTER MATERIALIZED VIEW db_sched DROP SCHEDULE").collect()[0].refresh == "manual"
-    assert vl.catalog.find("db_sched").spec["refresh"] is None
-    assert not vl.continuous.running("db_sched")
+    assert vl.ctx.catalog.find("db_sched").spec["refresh"] is None
+    assert not vl.ctx.continuous.running("db_sched")
     with pytest.raises(AnalysisException, match="has no schedule.*ADD SCHEDULE"):
         spark.sql("ALTER MATERIALIZED VIEW db_sched DROP SCHEDULE")
     spark.sql("ALTER MATERIALIZED VIEW db_sched ADD SCHEDULE EVERY 1 DAY")
-    assert vl.catalog.find("db_sched").spec["refresh"] == 86400
+    assert vl.ctx.catalog.find("db_sched").spec["refresh"] == 86400
     vl.stop()
     spark.sql("DROP MATERIALIZED VIEW db_sched")
 

@@ -37,7 +37,7 @@ def test_history_records_every_batch(spark, vl, work):
     rows = _history(spark, "hist_v")
     assert [r.batch for r in rows] == [2, 1, 0]
     assert [r.status for r in rows] == ["committed", "committed", "created"]
-    now = {t: vl.store.version(work.paths[t]) for t in ("r", "s")}
+    now = {t: vl.ctx.store.version(work.paths[t]) for t in ("r", "s")}
     assert rows[0].versions_after == now
     for newer, older in zip(rows, rows[1:]):          # batches chain without gaps
         assert newer.versions_before == older.versions_after
@@ -50,7 +50,7 @@ def test_history_records_every_batch(spark, vl, work):
         assert {"compute", "merge"} <= set(row.phase_seconds)
         assert row.seconds >= max(row.phase_seconds.values())
         assert row.started_at <= row.committed_at
-        assert set(row.map_rows_changed) <= set(vl.load("hist_v").definition.maps)
+        assert set(row.map_rows_changed) <= set(vl.ctx.load("hist_v").definition.maps)
     created = rows[2]
     assert created.versions_before == created.versions_after and created.spark_jobs >= 1
     assert created.engine == "spark"           # initial loads always run on Spark
@@ -64,13 +64,13 @@ def test_history_records_every_batch(spark, vl, work):
 
 def test_history_shows_an_interrupted_batch_until_it_is_rerun(spark, vl, work):
     spark.sql(f"CREATE INCREMENTAL VIEW hist_i AS {QUERY}")
-    view = vl.load("hist_i")
+    view = vl.ctx.load("hist_i")
     _commit(work, "r")
     last = view.manifest.last_committed()
-    ranges = {rel: (last.watermarks[rel], vl.store.version(view.table_path(rel)))
+    ranges = {rel: (last.watermarks[rel], vl.ctx.store.version(view.table_path(rel)))
               for rel in last.ranges}
-    maps = {m: vl.store.version(view.map_path(m)) for m in view.definition.maps}
-    maps["__result"] = vl.store.version(view.result_path)
+    maps = {m: vl.ctx.store.version(view.map_path(m)) for m in view.definition.maps}
+    maps["__result"] = vl.ctx.store.version(view.result_path)
     assert view.manifest.plan(1, ranges, maps)      # what a crash after planning leaves
     top = _history(spark, "hist_i")[0]
     assert top.batch == 1 and top.status.startswith("planned, not committed")
@@ -105,7 +105,7 @@ def test_progress_is_quiet_until_the_threshold(spark, vl, work, capsys, caplog):
             lines.index(next(l for l in lines if "the delta of map" in l))
         spark.sql("REFRESH INCREMENTAL VIEW prog_v FULL").collect()
         rebuilt = capsys.readouterr().err
-        n_maps = len(vl.load("prog_v").definition.maps)
+        n_maps = len(vl.ctx.load("prog_v").definition.maps)
         loads = [l for l in rebuilt.splitlines() if l.startswith("[viewlet] rebuild prog_v: loading ")]
         assert loads[-1].startswith("[viewlet] rebuild prog_v: loading the result table")
         # small tables: every map in one Spark job (engine/initial_load.py), one step
@@ -179,10 +179,10 @@ def test_history_survives_full_rebuilds_and_records_failures(spark, vl, work):
 
 def test_an_interrupted_batch_a_rebuild_replaced_is_abandoned(spark, vl, work):
     spark.sql(f"CREATE INCREMENTAL VIEW hist_ab AS {QUERY}")
-    view = vl.load("hist_ab")
+    view = vl.ctx.load("hist_ab")
     _commit(work, "r")
     last = view.manifest.last_committed()
-    ranges = {rel: (last.watermarks[rel], vl.store.version(view.table_path(rel)))
+    ranges = {rel: (last.watermarks[rel], vl.ctx.store.version(view.table_path(rel)))
               for rel in last.ranges}
     assert view.manifest.plan(1, ranges, {m: 0 for m in view.definition.maps})
     spark.sql("REFRESH INCREMENTAL VIEW hist_ab FULL")

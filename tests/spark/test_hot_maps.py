@@ -13,7 +13,7 @@ QUERY = "SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t WHERE r.b = s.b 
 
 
 def _sources(vl, view):
-    reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
+    reads = vl.ctx.load(view).manifest.last_committed().stats.get("map_reads", [])
     return {r[-1] for r in reads}
 
 
@@ -27,16 +27,16 @@ def _batch(spark, work, view, refresh):
 def test_batches_read_hot_maps_and_another_writer_sends_them_back_to_delta(spark, vl, tmp_path):
     work = registered_workload(spark, str(tmp_path), seed=61)
     spark.sql(f"CREATE INCREMENTAL VIEW hm_v WITH (engine = 'local') AS {QUERY}")
-    view = vl.load("hm_v")
+    view = vl.ctx.load("hm_v")
     try:
-        hot = {m: vl.hot_maps.peek(view.map_path(m)) for m in view.definition.maps}
+        hot = {m: vl.ctx.hot_maps.peek(view.map_path(m)) for m in view.definition.maps}
         assert all(h is not None and h.version == 0 for h in hot.values())   # from CREATE
         for _ in range(3):
             _batch(spark, work, "hm_v", lambda: vl.refresh("hm_v"))
             assert _sources(vl, "hm_v") <= {"memory"}
         for m in view.definition.maps:                 # each at its map's current version
-            h = vl.hot_maps.peek(view.map_path(m))
-            assert h is not None and h.version == vl.store.version(view.map_path(m))
+            h = vl.ctx.hot_maps.peek(view.map_path(m))
+            assert h is not None and h.version == vl.ctx.store.version(view.map_path(m))
         # Another session's context refreshes the same view: its batches move the maps on.
         other = Viewlet(spark, vl.warehouse)
         _batch(spark, work, "hm_v", lambda: other.refresh("hm_v"))
@@ -55,16 +55,16 @@ def test_batches_read_hot_maps_and_another_writer_sends_them_back_to_delta(spark
 
 def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_path, monkeypatch):
     work = registered_workload(spark, str(tmp_path), seed=62, rows=30)
-    monkeypatch.setattr(vl.hot_maps, "budget", 64)           # bytes: no map fits
-    vl.hot_maps.evict_prefix("")
+    monkeypatch.setattr(vl.ctx.hot_maps, "budget", 64)           # bytes: no map fits
+    vl.ctx.hot_maps.evict_prefix("")
     spark.sql(f"CREATE INCREMENTAL VIEW hm_small WITH (engine = 'local') AS {QUERY}")
-    view = vl.load("hm_small")
+    view = vl.ctx.load("hm_small")
     try:
-        assert all(vl.hot_maps.peek(view.map_path(m)) is None for m in view.definition.maps)
+        assert all(vl.ctx.hot_maps.peek(view.map_path(m)) is None for m in view.definition.maps)
         for _ in range(3):
             _batch(spark, work, "hm_small", lambda: vl.refresh("hm_small"))
             assert _sources(vl, "hm_small") <= {"delta"}
-            assert vl.hot_maps.used() <= vl.hot_maps.budget
+            assert vl.ctx.hot_maps.used() <= vl.ctx.hot_maps.budget
         described = {(r[0], r[1]): r[2] for r in spark.sql(
             "DESCRIBE INCREMENTAL VIEW hm_small").collect()}
         assert all("not in memory" in described[("map", m)] for m in view.definition.maps)

@@ -159,7 +159,7 @@ def test_crash_mid_batch_loses_nothing_and_applies_nothing_twice(spark, vl, work
     spark.sql(f"CREATE INCREMENTAL VIEW {name} AS {QUERY}")
     work.batch()
     work.batch()
-    real = getattr(vl.store, fail_on)
+    real = getattr(vl.ctx.store, fail_on)
     calls = {"n": 0}
 
     def crash_after_first(*args, **kwargs):
@@ -168,12 +168,12 @@ def test_crash_mid_batch_loses_nothing_and_applies_nothing_twice(spark, vl, work
             raise RuntimeError("simulated crash")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(vl.store, fail_on, crash_after_first)
+    monkeypatch.setattr(vl.ctx.store, fail_on, crash_after_first)
     with pytest.raises(AnalysisException, match="simulated crash"):
         spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
-    view = vl.load(name)
+    view = vl.ctx.load(name)
     assert view.manifest.latest().phase == "planned"
-    monkeypatch.setattr(vl.store, fail_on, real)
+    monkeypatch.setattr(vl.ctx.store, fail_on, real)
     row = spark.sql(f"REFRESH INCREMENTAL VIEW {name}").collect()[0]
     assert "recovered" in row.status
     assert_view_matches(spark, name, QUERY)
@@ -226,9 +226,9 @@ def test_view_created_before_a_compile_rule_keeps_its_maps(spark, vl, work, monk
     view = f"lc_before_{rule}"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
     monkeypatch.undo()
-    entry = vl.load(view).entry
-    vl.forget(entry.id)                                       # as a new process would
-    loaded = vl.load(view).compiled
+    entry = vl.ctx.load(view).entry
+    vl.ctx.forget(entry.id)                                       # as a new process would
+    loaded = vl.ctx.load(view).compiled
     assert list(loaded.program.maps) == list(entry.spec["maps"])
     assert [m["name"] for m in entry.spec["program"]["maps"]] == list(entry.spec["maps"])
     new = create.compile_definition(query, StoredTables(entry.spec["refs"]), None)
@@ -247,15 +247,15 @@ def test_view_without_a_stored_program_is_rebuilt_once(spark, vl, work):
     from viewlet.engine.state.catalog import Entry
     view = "lc_unproven"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {QUERY}")
-    entry = vl.catalog.find(view, "view")
+    entry = vl.ctx.catalog.find(view, "view")
     legacy = {k: v for k, v in entry.spec.items() if k != "program"}
-    vl.catalog.replace(entry, Entry(entry.id, entry.kind, entry.name, entry.location, legacy))
-    vl.forget(entry.id)
+    vl.ctx.catalog.replace(entry, Entry(entry.id, entry.kind, entry.name, entry.location, legacy))
+    vl.ctx.forget(entry.id)
     work.batch()
     first = spark.sql(f"REFRESH INCREMENTAL VIEW {view}").first()
     assert first["status"].startswith("rebuilt: created by a Viewlet that did not store"), first
     assert_view_matches(spark, view, QUERY)
-    rebuilt = vl.catalog.find(view, "view")
+    rebuilt = vl.ctx.catalog.find(view, "view")
     assert rebuilt.id != entry.id and rebuilt.spec["program"]["format"] == 1
     work.batch()
     second = spark.sql(f"REFRESH INCREMENTAL VIEW {view}").first()

@@ -24,14 +24,14 @@ def _parquet_files(path):
 
 
 def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
-    monkeypatch.setattr(vl.hot_maps, "budget", 0)        # every batch reads its maps from Delta
-    vl.hot_maps.evict_prefix("")
+    monkeypatch.setattr(vl.ctx.hot_maps, "budget", 0)        # every batch reads its maps from Delta
+    vl.ctx.hot_maps.evict_prefix("")
     monkeypatch.setattr(maps, "ROWS_PER_FILE", 2)        # several files even for tiny maps
     monkeypatch.setattr(stats, "COMPACT_FILES", 2)        # compaction every other append
     monkeypatch.setattr(leaves, "KEEP_FILES_ABOVE", 1.0)  # lookups always stage the rows kept
     work = registered_workload(spark, str(tmp_path), seed=5, rows=20)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_compact AS {QUERY}")
-    view = vl.load("ml_compact")
+    view = vl.ctx.load("ml_compact")
     layouts, compactions, skipped, filtered = {}, 0, False, False
     for _ in range(6):
         while not {"r", "s"} & set(work.batch()):
@@ -53,15 +53,15 @@ def test_maps_compact_vacuum_and_skip_files(spark, vl, tmp_path, monkeypatch):
                 compactions += 1
                 # left on disk: the current version's files and the batch-start version's
                 path = view.map_path(name)
-                keep = vl.store.snapshot(path).files + \
-                    vl.store.snapshot(path, last.map_versions[name]).files
+                keep = vl.ctx.store.snapshot(path).files + \
+                    vl.ctx.store.snapshot(path, last.map_versions[name]).files
                 assert set(_parquet_files(path)) <= {os.path.basename(f) for f in keep}
             layouts[name] = layout
     assert compactions >= 2
     assert skipped                                       # some read skipped files by key
     assert filtered                                      # and some kept only matching rows
     for name in view.definition.maps:                       # files sorted by the cluster key
-        snap = vl.store.snapshot(view.map_path(name))
+        snap = vl.ctx.store.snapshot(view.map_path(name))
         assert all(s.rows is not None for s in snap.stats)
     spark.sql("DROP INCREMENTAL VIEW ml_compact")
 
@@ -99,7 +99,7 @@ def test_batches_split_into_phases_when_later_triggers_reread_deltas(spark, vl, 
             pass
         spark.sql("REFRESH INCREMENTAL VIEW ml_phases")
         assert_view_matches(spark, "ml_phases", query)
-        phases = max(phases, vl.load("ml_phases").manifest.last_committed().stats.get("phases", 0))
+        phases = max(phases, vl.ctx.load("ml_phases").manifest.last_committed().stats.get("phases", 0))
     assert phases >= 2
     if blocks_per_query:
         assert built and all(len(p.blocks) == 1 for p in built)
@@ -113,7 +113,7 @@ def test_map_writes_merge_keeps_one_row_per_key(spark, vl, tmp_path):
     rows, no compaction), and the view stays exact under inserts, deletes and updates."""
     work = registered_workload(spark, str(tmp_path), seed=11)
     spark.sql(f"CREATE INCREMENTAL VIEW ml_merge WITH (map_writes = 'merge') AS {QUERY}")
-    view = vl.load("ml_merge")
+    view = vl.ctx.load("ml_merge")
     described = {r[1]: r[2] for r in spark.sql("DESCRIBE INCREMENTAL VIEW ml_merge").collect()}
     assert described["map writes"] == "merge"
     for _ in range(5):
@@ -124,7 +124,7 @@ def test_map_writes_merge_keeps_one_row_per_key(spark, vl, tmp_path):
         assert "layout" not in last.stats                  # nothing appended to compact
         for name in view.definition.maps:
             schema = view.map_schema(name)
-            rows = vl.store.read_arrow(view.map_path(name))
+            rows = vl.ctx.store.read_arrow(view.map_path(name))
             keys = rows.group_by(list(schema.keys), use_threads=False).aggregate([])
             assert keys.num_rows == rows.num_rows, name    # one row per key
     spark.sql("DROP INCREMENTAL VIEW ml_merge")

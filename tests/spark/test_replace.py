@@ -20,8 +20,8 @@ OTHER = "SELECT t.h, COUNT(*) AS n FROM t GROUP BY t.h"
 
 def _maps(vl, view):
     """{map name: (its table, its Delta version)} of the view as the catalog has it."""
-    loaded = vl.load(view)
-    return {m: (loaded.map_path(m), vl.store.version(loaded.map_path(m)))
+    loaded = vl.ctx.load(view)
+    return {m: (loaded.map_path(m), vl.ctx.store.version(loaded.map_path(m)))
             for m in loaded.definition.maps}
 
 
@@ -35,7 +35,7 @@ def test_a_new_query_keeps_the_maps_it_still_needs(spark, vl, tmp_path, statemen
     spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {JOIN}")
     work.batch()
     refresh(spark, view)
-    old_dir = vl.catalog.find(view, "view").location
+    old_dir = vl.ctx.catalog.find(view, "view").location
     before = _maps(vl, view)
     row = spark.sql(statement.format(v=view, q=WIDER)).first()
     after = _maps(vl, view)
@@ -94,9 +94,9 @@ def test_alter_as_needs_the_view_and_keeps_its_settings(spark, vl, tmp_path):
         spark.sql(f"ALTER INCREMENTAL VIEW rp_nothing AS {JOIN}")
     spark.sql(f"CREATE INCREMENTAL VIEW rp_settings WITH (depth = 1, map_writes = 'merge') AS {JOIN}")
     spark.sql(f"ALTER INCREMENTAL VIEW rp_settings AS {WIDER}")
-    spec = vl.catalog.find("rp_settings", "view").spec
+    spec = vl.ctx.catalog.find("rp_settings", "view").spec
     assert (spec["depth"], spec["map_writes"]) == (1, "merge")
     spark.sql(f"ALTER INCREMENTAL VIEW rp_settings WITH (depth = 2) AS {JOIN}")
-    assert vl.catalog.find("rp_settings", "view").spec["depth"] == 2
+    assert vl.ctx.catalog.find("rp_settings", "view").spec["depth"] == 2
     assert_view_matches(spark, "rp_settings", JOIN)
     spark.sql("DROP INCREMENTAL VIEW rp_settings")

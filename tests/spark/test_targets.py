@@ -15,7 +15,7 @@ QUERY = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GR
 
 
 def _last(vl, view):
-    return vl.load(view).manifest.last_committed().stats
+    return vl.ctx.load(view).manifest.last_committed().stats
 
 
 def _batches(spark, work, view, query, n=3, engine=True):

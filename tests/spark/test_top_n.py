@@ -72,7 +72,7 @@ def test_deletes_below_the_limit_recompute_from_the_state(spark, vl, tmp_path, s
         DeltaTable(work.paths["r"]).delete(f"a = {top}")
         spark.sql("REFRESH INCREMENTAL VIEW v_top_short")
         assert_top_n_matches(spark, "v_top_short", query)
-        stats = vl.load("v_top_short").manifest.last_committed().stats
+        stats = vl.ctx.load("v_top_short").manifest.last_committed().stats
         assert stats["ordered"]["recomputed"] is True, stats["ordered"]
         work.batch()
         spark.sql("REFRESH INCREMENTAL VIEW v_top_short")

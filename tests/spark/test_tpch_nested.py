@@ -69,7 +69,7 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_bases, tmp_path, name, scale
             assert_matches(spark, view, query)
             if name in LOOKUP_ONLY and scale == SMALL_SCALE:   # tiny: a batch touches every key
                 # (a lookup may find every row of a map of a few rows: Q20's forest parts)
-                reads = vl.load(view).manifest.last_committed().stats.get("map_reads", [])
+                reads = vl.ctx.load(view).manifest.last_committed().stats.get("map_reads", [])
                 whole = [r for r in reads if r[4] >= SMALL_MAP and r[5] >= r[4]]
                 assert reads and not whole, whole
     finally:

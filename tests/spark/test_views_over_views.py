@@ -44,7 +44,7 @@ TOPS = ["vv_join", "vv_bag", "vv_pairs", "vv_top"]
 
 
 def _watermarks(vl, name):
-    view = vl.load(name)
+    view = vl.ctx.load(name)
     last = view.manifest.last_committed()
     return {t.id: last.watermarks[rel] for rel, t in view.compiled.spec.tables.items()
             if not t.view}
@@ -79,12 +79,12 @@ def test_chain_equals_inlined_recompute_after_every_batch(spark, vl, chain):
             refresh(spark, top)
         _check_all(spark, vl)
     # a batch in which vv_groups has no changes (only s moves): vv_join still catches s
-    groups_batch = vl.load("vv_groups").manifest.last_committed().batch
+    groups_batch = vl.ctx.load("vv_groups").manifest.last_committed().batch
     write_deltalake(chain.paths["s"], pa.Table.from_pylist(
         [{"b": 1, "e": 2, "f": None}, {"b": None, "e": 1, "f": 3}, {"b": 1, "e": 2, "f": None}],
         schema=SCHEMAS["s"]), mode="append")
     assert vl.refresh("vv_join")["status"] == "refreshed"
-    assert vl.load("vv_groups").manifest.last_committed().batch == groups_batch
+    assert vl.ctx.load("vv_groups").manifest.last_committed().batch == groups_batch
     assert_view_matches(spark, "vv_join", CHAIN["vv_join"][2])
 
 
@@ -106,15 +106,15 @@ def test_drop_describe_show_and_full_refresh_of_an_upstream(spark, vl, chain):
     try:
         with pytest.raises(ViewletError, match=r"stored as `count_1`.*plain alias"):
             vl.create_view("vv_over_unnamed", "SELECT * FROM vv_unnamed")
-        assert vl.catalog.find("vv_over_unnamed") is None
+        assert vl.ctx.catalog.find("vv_over_unnamed") is None
     finally:
         vl.drop_view("vv_unnamed")
 
     chain.batch()
-    old_counts = vl.catalog.find("vv_counts", "view").id
+    old_counts = vl.ctx.catalog.find("vv_counts", "view").id
     out = vl.refresh("vv_groups", full=True)    # a new result table: its readers are rebuilt
     assert "vv_counts" in out["status"] and "vv_top" in out["status"]
-    assert vl.catalog.find("vv_counts", "view").id != old_counts
+    assert vl.ctx.catalog.find("vv_counts", "view").id != old_counts
     for name in ("vv_groups", "vv_counts", "vv_join", "vv_top"):
         assert_view_matches(spark, name, CHAIN[name][2])
     for top in TOPS:

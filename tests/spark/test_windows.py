@@ -107,7 +107,7 @@ def test_a_batch_recomputes_only_the_partitions_it_touches(spark, vl, tmp_path):
             mode="append")
         spark.sql("REFRESH INCREMENTAL VIEW v_win_touch")
         assert_view_matches(spark, "v_win_touch", query)
-        stats = vl.load("v_win_touch").manifest.last_committed().stats
+        stats = vl.ctx.load("v_win_touch").manifest.last_committed().stats
         assert stats["result_rows_changed"] == 1, stats        # the partition a = 3
         text = "\n".join(r[0] for r in spark.sql("EXPLAIN INCREMENTAL VIEW v_win_touch").collect())
         assert "recomputes the windows only over the rows of the partitions it touches" in text

@@ -53,15 +53,15 @@ def check_query_syntax(st, spark=None):
 
 
 class ViewletHandler:
-    def __init__(self, ctx):
-        self.ctx = ctx
+    def __init__(self, viewlet):
+        self.viewlet = viewlet
 
     def _context(self):
-        """The context statements run in: after this session was stopped and another started
-        in this process, one for the new session (session.follow_restart)."""
+        """The engine's context statements run in: after this session was stopped and another
+        started in this process, the one of the new session (session.follow_restart)."""
         from .session import follow_restart
-        self.ctx = follow_restart(self.ctx)
-        return self.ctx
+        self.viewlet = follow_restart(self.viewlet)
+        return self.viewlet.ctx
 
     def describe(self, text):
         try:
@@ -73,7 +73,7 @@ class ViewletHandler:
                                                for n, t in relations.outputs(table)]})
             st = ddl.parse(text)
             if st.query is not None:       # a syntax error in the query is a parse error too
-                check_query_syntax(st, self.ctx.spark)
+                check_query_syntax(st, self.viewlet.spark)
             return json.dumps({"columns": [{"name": n, "type": t} for n, t in ddl.OUTPUTS[st.kind]]})
         except BaseException as e:  # noqa: BLE001 - reported to the JVM
             return _error(e, text)

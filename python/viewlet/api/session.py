@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from ..errors import NotEnabledError, ViewletError
 from .context import Viewlet
+from ..engine.state.published import publish_all, withdraw_temporary
 from ..engine.state.warehouse import normalize_location
 
 EXTENSION = "io.viewlet.spark.ViewletExtensions"
@@ -68,7 +69,7 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
         warehouse: overrides ``spark.viewlet.warehouse`` for this session.
 
     Returns:
-        The Viewlet handle (``refresh``, ``explain``, ``describe``, ``load``, ...).
+        The Viewlet handle (``create_view``, ``refresh``, ``explain``, ``describe``, ...).
 
     Raises:
         ViewletError: the session was built without Viewlet's extension (the message says
@@ -85,20 +86,19 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
         raise ViewletError(not_loaded_message(EXTENSION) + overwritten)
     location = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or \
         os.path.join(os.getcwd(), DEFAULT_WAREHOUSE)
-    ctx = Viewlet(spark, location)
+    vl = Viewlet(spark, location)
     from pyspark.java_gateway import ensure_callback_server_started
     from .handler import ViewletHandler
     ensure_callback_server_started(spark.sparkContext._gateway)
-    jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(ctx))
+    jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(vl))
     from .interrupts import install
     install()                          # Ctrl-C cancels a running Viewlet statement
-    from ..engine.state.published import publish_all, withdraw_temporary
-    if _current is not None and _current.spark is spark and _current.warehouse != ctx.warehouse:
-        withdraw_temporary(_current)   # the other warehouse's views leave this session
-    _current = ctx
-    publish_all(ctx)          # an in-memory catalog of a new session has none of the views
-    log.info("Viewlet enabled: warehouse %s", ctx.warehouse)
-    return ctx
+    if _current is not None and _current.spark is spark and _current.warehouse != vl.warehouse:
+        withdraw_temporary(_current.ctx)   # the other warehouse's views leave this session
+    _current = vl
+    publish_all(vl.ctx)       # an in-memory catalog of a new session has none of the views
+    log.info("Viewlet enabled: warehouse %s", vl.warehouse)
+    return vl
 
 
 def stopped(spark: SparkSession) -> bool:
@@ -149,7 +149,7 @@ def register_table(spark: SparkSession, name: str, path: str, replace: bool = Fa
         replace: re-point an existing name.
 
     Returns:
-        The catalog entry written (name, location).
+        The registration (table, location, status).
 
     Raises:
         NotEnabledError: Viewlet was not enabled on the session.

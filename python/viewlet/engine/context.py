@@ -1,7 +1,9 @@
-"""The engine's context: one Spark session, one warehouse, its catalog and compiled views.
+"""The engine's context: one Spark session, one warehouse, its catalog, and what this process
+keeps of its views; the statements run against it (the operations of ops/), and the parts
+of the engine reach the session, the store and the catalog through it.
 
-The handle users get (``viewlet.enable(spark)``) is ``viewlet.api.context.Viewlet``, this
-class plus the notebook renderings and the default store."""
+The handle users get (``viewlet.enable(spark)``) is ``viewlet.api.context.Viewlet``: the
+user's verbs, over this context (`Viewlet.ctx`)."""
 from __future__ import annotations
 
 import logging
@@ -22,7 +24,6 @@ from .ops.drop import drop_view
 from .ops.rebuild import rebuild_view
 from .ops.refresh import refresh_view
 from .ops.results import Created, Dropped, Refreshed, Registered
-from .runtime import cancel
 from .spark.io import read_table
 from .state.catalog import Catalog, Entry, validate_name
 from .state.history import record_failure
@@ -87,36 +88,12 @@ class EngineContext:
         return LiveResolver(self)
 
     # -- views -----------------------------------------------------------------------------
-    @cancel.interruptible(lambda self, name, *a, **k: f"create_view('{name}')")
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
                     enable_change_data_feed: Optional[bool] = None) -> Created:
-        """CREATE INCREMENTAL VIEW from Python: compile, load the maps, publish the view.
-
-        Args:
-            name: the view's name (Spark's identifier rules).
-            sql: its defining SELECT.
-            depth: maintenance depth (None: unlimited, higher-order; 1: first-order; 0:
-                recompute).
-            if_not_exists: do nothing when the view exists.
-            caches: keep inequality-correlated nested queries as view caches
-                (compiler/caches.py).
-            map_writes: how a batch writes its map deltas, 'append' (appended and compacted
-                now and then) or 'merge' (one MERGE per map; maintain/maps.py).
-            engine: where batches run, 'auto', 'local', 'spark' or 'distributed'
-                (batch/policy.py); None: the session's spark.viewlet.engine, else auto.
-            enable_change_data_feed: True lets CREATE turn on base tables' change data
-                feeds; None: `auto_enable_change_feed`.
-
-        Returns:
-            The statement's result row (view, status, maps, rows).
-
-        Raises:
-            UnsupportedSQL: a construct Viewlet cannot maintain (named, with its position).
-            TableNotFound, ChangeFeedError, ViewAlreadyExists, ViewletError: as their
-                messages say; nothing is left half-built.
-        """
+        """CREATE INCREMENTAL VIEW (ops/create.py), its options checked first (the user's
+        documentation: viewlet.api.context.Viewlet.create_view)."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
             raise ViewletError(f"depth must be a non-negative integer or unlimited, not {depth!r}")
         if map_writes not in MAP_WRITES:
@@ -128,26 +105,10 @@ class EngineContext:
         return create_view(self, name, sql, depth, if_not_exists, caches=caches,
                            options=options)
 
-    @cancel.interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
     def refresh(self, name: str, full: bool = False,
                 max_commits: Optional[int] = None) -> Refreshed:
-        """REFRESH INCREMENTAL VIEW: apply the base tables' commits since the last batch as
-        one batch, exactly once (`full`: rebuild from the base tables).
-
-        Args:
-            name: the view.
-            full: recompute the view and its maps (REFRESH ... FULL).
-            max_commits: at most this many commits per base table in the batch.
-
-        Returns:
-            The statement's result row (batch, target, rows changed, timings).
-
-        Raises:
-            ViewNotFound: no such view.
-            ChangeFeedError: a base table's change feed is off or its history vacuumed.
-            ViewletError: the batch failed; it is recorded in the view's history and nothing
-                of it is applied (the next REFRESH plans it again).
-        """
+        """REFRESH INCREMENTAL VIEW [FULL] (ops/refresh.py, ops/rebuild.py); a refresh that
+        fails is recorded in the view's history."""
         try:
             if full:
                 return rebuild_view(self, name)
@@ -190,12 +151,7 @@ class EngineContext:
         return refresh_view(self, name, max_commits, until)
 
     def drop_view(self, name: str, if_exists: bool = False) -> Dropped:
-        """DROP INCREMENTAL VIEW: the view, its maps and its catalog entry.
-
-        Raises:
-            ViewNotFound: no such view and not `if_exists`.
-            ViewletError: other views read this one (drop them first).
-        """
+        """DROP INCREMENTAL VIEW (ops/drop.py)."""
         return drop_view(self, name, if_exists)
 
     def view_names(self) -> List[str]:
@@ -203,7 +159,8 @@ class EngineContext:
         return [e.name for e in self.catalog.entries("view")]
 
     def load(self, name: str) -> LoadedView:
-        """The view's catalog entry, compiled program and manifest (batches, history).
+        """The view as a statement sees it: its definition, compiled program, settings and
+        manifest (batches, history).
 
         Raises:
             ViewNotFound: no such view.

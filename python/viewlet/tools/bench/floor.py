@@ -36,7 +36,7 @@ def measure(vl, directory: str, refreshes: int = 20, warmup: int = 3) -> Dict:
                 raise RuntimeError(f"the floor's refresh saw {r.get('changes')} changes, not 1")
             if i >= warmup:
                 seconds.append(elapsed)
-        engine = vl.load(VIEW).manifest.last_committed().stats.get("engine")
+        engine = vl.ctx.load(VIEW).manifest.last_committed().stats.get("engine")
     finally:
         vl.drop_view(VIEW, if_exists=True)
     return {"view": "floor (one row changes one group)", "at": f"{refreshes} refreshes, engine {engine}",

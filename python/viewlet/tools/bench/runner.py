@@ -326,7 +326,7 @@ class _Bench:
                 rec = self._measure(bkey, batch, v, variant.method, groups,
                                     lambda: self.vl.refresh(name))
                 if "error" not in rec:
-                    rec["phases"] = self.vl.load(name).manifest.latest().stats
+                    rec["phases"] = self.vl.ctx.load(name).manifest.latest().stats
                     rec["engine"] = rec["phases"].get("engine")
                 line.append(f"{v.name}/{variant.label} {rec['seconds']:.2f}s")
             spark_dir = os.path.join(self.warehouse, "_recompute", v.name)
@@ -420,7 +420,7 @@ class _Bench:
 
     def _sizes(self, scale, size, created):
         for (view, variant), name in created.items():
-            loaded = self.vl.load(name)
+            loaded = self.vl.ctx.load(name)
             maps = {m: metrics.delta_live_bytes(loaded.map_path(m)) for m in loaded.definition.maps}
             self.results["sizes"].append({
                 "scale": scale, "batch_size": size, "view": view, "method": variant.method,
