@@ -25,7 +25,7 @@ from .ops.rebuild import rebuild_view
 from .ops.refresh import refresh_view
 from .ops.results import Created, Dropped, Refreshed, Registered
 from .spark.io import read_table
-from .state.catalog import Catalog, Entry, validate_name
+from .state.catalog import Catalog, Entry, missing_view, validate_name
 from .state.history import record_failure
 from .state.program import CompiledView, load_definition
 from .state.settings import ENGINES, MAP_WRITES, Settings, ViewOptions
@@ -167,8 +167,7 @@ class EngineContext:
         """
         entry = self.catalog.find(name, "view")
         if entry is None:
-            raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
-                               "lists the views of this warehouse.")
+            raise missing_view(name)
         key = _compiled_key(entry)
         resident = self._resident.get(entry.id)
         if resident is None or resident.key != key:

@@ -80,6 +80,13 @@ def plain_types(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema(fields)) if changed else table
 
 
+def is_in(column, values: pa.Array, has_null: bool):
+    """Whether each value of `column` is one of `values` (or NULL, when `has_null`): the
+    rows of a map a lookup of those key values reads."""
+    test = pc.fill_null(pc.is_in(column, value_set=values), False)
+    return pc.or_(test, pc.is_null(column)) if has_null else test
+
+
 def prunable(t: pa.DataType) -> bool:
     """Whether values of type `t` compare exactly, both with each other (a row filter by
     value set) and with a Delta file's min/max statistics (file skipping): strings,

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import sum_by_key
+from ...storage.arrow import is_in, sum_by_key
 
 Lookups = Dict[str, Tuple[Set, bool]]       # key column -> (values, whether NULL is looked up)
 
@@ -89,9 +89,7 @@ def matching_mask(rows: pa.Table, lookups: Lookups):
             value_set = pa.array(list(values), column.type) if values else pa.array([], column.type)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             continue
-        test = pc.fill_null(pc.is_in(column, value_set=value_set), False)
-        if has_null:
-            test = pc.or_(test, pc.is_null(column))
+        test = is_in(column, value_set, has_null)
         mask = test if mask is None else pc.and_(mask, test)
     return mask
 

@@ -30,7 +30,7 @@ from ..state.stats import BatchStats, OrderedStats
 from ..state.view import LoadedView
 from . import distributed
 from .compaction import timed_compaction
-from .grouped import OP, result_maps, result_source
+from .grouped import OP, result_maps, result_source, rewrite_result
 from .maps import write_deltas
 from .recompute import overwrite, recompute_frame
 from .topn import apply_ordered
@@ -84,10 +84,8 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
         if result is not None and result.num_rows:
             apply_ordered(view, record, deltas, result, stats, txn, meta, progress)
     elif rewrite is not None:                     # a window over every row: all rows anew
-        progress.step("rewriting the result table")
-        ctx.store.overwrite(view.result_path, rewrite, txn=txn, metadata=meta)
-        faults.point("batch.result_merged")
-        stats.result_rows_changed = rewrite.num_rows
+        stats.result_rows_changed = rewrite_result(view, rewrite, txn, meta, progress,
+                                                   "rewriting the result table")
     elif result is not None and result.num_rows:  # skipped when the table holds txn already
         progress.step("merging the result table")
         ctx.store.merge_replace(view.result_path, result, view.definition.result.key_names,

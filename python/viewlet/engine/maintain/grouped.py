@@ -14,6 +14,7 @@ import pyarrow as pa
 from ...storage.arrow import add_at_keys, sum_by_key
 from ..batch.local import LOCAL_FAILURES, local_result_rows
 from ..batch.result_sql import multiset_params, result_schema, result_sql
+from ..runtime import faults
 from ..runtime.progress import Progress
 from ..spark.io import arrow_frame, arrow_schema, frame_arrow
 from ..state.manifest import BatchRecord
@@ -41,6 +42,16 @@ def group_tuples(rows: pa.Table, columns: Sequence[str]) -> List[tuple]:
     data = [rows.column(c).to_pylist() for c in columns]
     return [tuple("\x00nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
             for values in zip(*data)]
+
+
+def rewrite_result(view: LoadedView, rows: pa.Table, txn, meta, progress: Progress,
+                   step: str) -> int:
+    """The result table's rows replaced by `rows`, in one commit with the batch's transaction
+    id; how many rows it holds now."""
+    progress.step(step)
+    view.ctx.store.overwrite(view.result_path, rows, txn=txn, metadata=meta)
+    faults.point("batch.result_merged")
+    return rows.num_rows
 
 
 def tagged(rows: pa.Table, op: str) -> pa.Table:

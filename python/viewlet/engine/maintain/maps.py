@@ -15,7 +15,8 @@ rows dropped, sorted by the map's cluster order (the key batches look up most of
 and written in files of ROWS_PER_FILE rows (more for large maps: at most MAX_FILES files),
 whose min/max statistics let a batch read only the files that can hold its keys. It runs
 when the appended rows outgrow the base or the appended files reach COMPACT_FILES
-(state/stats.py, MapLayout.due), so its cost per batch stays proportional to the batch. Files no version in use references are vacuumed at the next batch.
+(state/stats.py, MapLayout.due), so its cost per batch stays proportional to the batch
+(maintain/compaction.py). Files no version in use references are vacuumed at the next batch.
 """
 from __future__ import annotations
 

@@ -29,13 +29,13 @@ import pyarrow.compute as pc
 
 from ...frontend.ordering import TopN
 from ...plan.lower import q
-from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state.layout import ResultLayout
 from ..state.manifest import BatchRecord, ORDERED, Txn
 from ..state.stats import BatchStats, OrderedStats
 from ..state.view import LoadedView
-from .grouped import OP, group_tuples, result_arrow_schema, state_rows, whole_state
+from .grouped import (OP, group_tuples, result_arrow_schema, rewrite_result, state_rows,
+                      whole_state)
 
 #: slack rows kept beyond offset + limit: at least this many (or offset + limit), at most the cap
 SLACK_MIN, SLACK_MAX = 16, 1000
@@ -189,8 +189,6 @@ def apply_ordered(view: LoadedView, record: BatchRecord, deltas, source: pa.Tabl
     ctx.store.overwrite(view.ordered_path, table, txn=txn, metadata=meta)
     shown, before = visible(table, top), visible(old, top)
     if not shown.equals(before):
-        progress.step("writing the result table")
-        ctx.store.overwrite(view.result_path, shown, txn=txn, metadata=meta)
-        faults.point("batch.result_merged")
-        stats.result_rows_changed = shown.num_rows
+        stats.result_rows_changed = rewrite_result(view, shown, txn, meta, progress,
+                                                   "writing the result table")
     view.runtime.ordered = (ctx.store.version(view.ordered_path), table)

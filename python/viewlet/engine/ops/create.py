@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from ...errors import ChangeFeedError, ViewAlreadyExists
+from ...errors import ViewAlreadyExists
 from ...frontend.lexical import quote_identifier
 from ..batch import policy
 from ..batch.drift import table_ids
@@ -40,7 +40,6 @@ from ..spark.io import arrow_schema, frame_arrow, read_table
 from ..state import published
 from ..state.catalog import Entry, validate_name
 from ..state.definition import MapSchema, ViewDefinition
-from ..state.graph import refuse_cycle, upstream_names, upstream_version
 from ..state.kept import Kept
 from ..state.layout import plain_layout, result_layout, window_layout
 from ..state.manifest import Manifest
@@ -52,13 +51,12 @@ from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
 from ..state.view import LoadedView, Resident
 from . import probe
-from .chains import bring_up
+from .bases import UNKNOWN_ROWS, base_rows, load_versions
 from .load import (SnapshotSource, collect, create_map, create_result, initial_map, initial_result,
                    load_compiled, local_maps, staged)
 from .results import Created
 
 log = logging.getLogger("viewlet")
-_UNKNOWN_ROWS = 1 << 62
 
 
 @dataclass
@@ -175,7 +173,7 @@ def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: Compi
           replacing: Optional[Entry], keep: Optional[Kept], progress: Progress) -> _Plan:
     spec, depth = compiled.spec, compiled.depth
     progress.step("checking the base tables' change data feed")
-    versions = _prepare_base_tables(ctx, name, compiled,
+    versions = load_versions(ctx, name, compiled,
                                     settings.options.enable_change_data_feed)
     if keep is not None:        # every map at the versions the kept ones hold
         versions = {rel: keep.versions.get(spec.tables[rel].id, v)
@@ -226,10 +224,10 @@ def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: Compi
     if replacing is not None:       # the history goes on: batch numbers keep counting
         old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
         carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
-    base_rows = _base_rows(ctx, compiled, versions)
-    progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
+    rows = base_rows(ctx, compiled, versions)
+    progress.base_rows = rows if rows < UNKNOWN_ROWS else None
     plan = _Plan(view, versions, frames, location_of, parts, source, first_batch, carried,
-                 base_rows, policy.for_load(settings, base_rows))
+                 rows, policy.for_load(settings, rows))
     if plan.choice.target == LOCAL:
         plan.in_driver = _local_load(ctx, name, plan)
     return plan
@@ -249,65 +247,6 @@ def _local_load(ctx, name: str, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
                  failure_text(e))
         plan.choice = policy.after_failed_load(e)
         return None
-
-
-def _base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
-    """Rows of the base tables at the versions a view is loaded at (from Delta statistics;
-    a table without them counts as large)."""
-    total = 0
-    for rel, version in versions.items():
-        snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
-        if snap.stats is None:
-            return _UNKNOWN_ROWS
-        total += sum(s.rows or 0 for s in snap.stats)
-    return total
-
-
-def _prepare_base_tables(ctx, name: str, compiled: CompiledView,
-                         consent: Optional[bool] = None) -> Dict[str, int]:
-    """The version of each relation the view is loaded at. Upstream incremental views are
-    first refreshed (with theirs, ops/chains.py) to the same versions of every base table
-    as the view's own base tables are read at."""
-    versions = {}
-    tables = compiled.spec.tables
-    uppers = upstream_names({"refs": {k: {"view": t.view} for k, t in tables.items()}})
-    until = None
-    for table in tables.values():
-        if not table.view:
-            ctx.store.observe(table.id)      # a table replaced at its path is seen as new
-    _turn_on_change_feeds(ctx, name, [t for t in tables.values() if not t.view], consent)
-    if uppers:
-        refuse_cycle(ctx, name, uppers)
-        until = bring_up(ctx, uppers, [t.id for t in tables.values() if not t.view])
-    for rel, table in tables.items():
-        if table.view:
-            versions[rel] = upstream_version(ctx, name, table, until)
-        else:
-            versions[rel] = until[table.id] if until else ctx.store.version(table.id)
-    return versions
-
-
-def _turn_on_change_feeds(ctx, name: str, tables, consent: Optional[bool]):
-    """Base tables must have their change data feed on. Turning it on is a commit to a table
-    the user owns, so it happens only with consent (the view's enable_change_data_feed
-    option, else the context's / session's setting); without it CREATE fails before
-    anything is written, naming every such table and the remedies."""
-    off = [t for t in tables if not ctx.store.change_feed_enabled(t.id)]
-    if not off:
-        return
-    if not (ctx.auto_enable_change_feed if consent is None else consent):
-        shown = ", ".join(t.display for t in off)
-        alters = "; ".join(f"ALTER TABLE delta.`{t.id}` SET TBLPROPERTIES "
-                           "(delta.enableChangeDataFeed = true)" for t in off)
-        raise ChangeFeedError(
-            f"The change data feed of {shown} is off, and Viewlet reads a table's changes from "
-            f"it. Turn it on yourself ({alters}), or let CREATE turn it on (a commit to the "
-            f"table): CREATE INCREMENTAL VIEW {quote_identifier(name)} WITH "
-            "(enable_change_data_feed = true) AS ..., or for the session SET "
-            "spark.viewlet.enableChangeDataFeed = true.")
-    for t in off:
-        log.warning("Turning on the change data feed of %s", t.display)
-        ctx.store.enable_change_feed(t.id)
 
 
 # -- execute ----------------------------------------------------------------------------------
@@ -420,5 +359,3 @@ def _keep_hot(ctx, name: str, rows_by_map: Dict[str, pa.Table]):
     except Exception as e:               # an optimisation only: batches read Delta instead
         log.warning("View %s: maps not kept in memory (%s)", name, e)
 
-
-__all__: List[str] = ["create_view", "compile_definition"]

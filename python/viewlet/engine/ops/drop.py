@@ -4,8 +4,9 @@ replaced.
 """
 from __future__ import annotations
 
-from ...errors import ViewNotFound, ViewletError
+from ...errors import ViewletError
 from ..state import published
+from ..state.catalog import missing_view
 from ..state.graph import dependents
 from ..state.kept import outside_dirs
 from .results import Dropped
@@ -16,8 +17,7 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dropped:
     if entry is None:
         if if_exists:
             return Dropped(name, "not found")
-        raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
-                           "lists the views of this warehouse.")
+        raise missing_view(name)
     readers = dependents(ctx, entry.name)
     if readers:
         raise ViewletError(f"Incremental view '{entry.name}' is read by "

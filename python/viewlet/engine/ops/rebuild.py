@@ -13,8 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from ...errors import ViewNotFound
-from ..state.catalog import Entry
+from ..state.catalog import Entry, missing_view
 from ..state.graph import downstream_order
 from ..state.kept import Kept, released_paths
 from ..state.settings import ViewOptions
@@ -44,8 +43,7 @@ def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
     if old is None:
-        raise ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
-                           "lists the views of this warehouse.")
+        raise missing_view(name)
     downstream = downstream_order(ctx, old.name)
     created = rebuild_one(ctx, old, reason, definition)
     for dependent in downstream:

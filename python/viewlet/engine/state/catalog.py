@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 import pyarrow as pa
 
-from ...errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError
+from ...errors import ConcurrentUpdate, ViewAlreadyExists, ViewletError, ViewNotFound
 from ...storage.base import TableStore
 from .definition import ViewDefinition
 from .warehouse import WarehouseLayout
@@ -114,6 +114,12 @@ class Catalog:
 
     def remove(self, entry_id: str) -> None:
         self.store.delete_where_equal(self.layout.catalog, "id", entry_id)
+
+
+def missing_view(name: str) -> ViewNotFound:
+    """The error for a view that is not in the catalog."""
+    return ViewNotFound(f"Incremental view '{name}' does not exist. SHOW INCREMENTAL VIEWS "
+                        "lists the views of this warehouse.")
 
 
 def validate_name(name: str) -> str:

@@ -8,7 +8,7 @@ from typing import Dict, Sequence, Set, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import prunable
+from ...storage.arrow import is_in, prunable
 from ...storage.base import Snapshot
 
 
@@ -61,9 +61,7 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -
                 value_set = values.cast(column.type) if len(values) else pa.array([], column.type)
             except (pa.ArrowException, TypeError, ValueError):  # e.g. lossy: no filter
                 continue
-            test = pc.fill_null(pc.is_in(column, value_set=value_set), False)
-            if has_null:
-                test = pc.or_(test, pc.is_null(column))
+            test = is_in(column, value_set, has_null)
             mask = test if mask is None else pc.and_(mask, test)
         parts.append(rows if mask is None else rows.filter(mask))
     return pa.concat_tables(parts) if parts else store.read_files(snap)
