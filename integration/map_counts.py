@@ -1,7 +1,7 @@
 """Map and statement counts of the shipped views, as docs/internals.md quotes them.
 
 Each view of sql/tpch (and sql/orderbook) is compiled the way CREATE INCREMENTAL VIEW does
-(engine/definition.py compile_definition, in a fresh_names block), against the workloads'
+(engine/state/program.py compile_definition, in a fresh_names block), against the workloads'
 schemas (nullable columns, as the generated Delta tables have them), with no Spark:
 
     PYTHONPATH=python python integration/map_counts.py [q3 q5 ...]

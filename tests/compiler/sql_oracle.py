@@ -1,6 +1,6 @@
 """A Spark-free oracle for the SQL front end: a view's rows computed from its translated state
 (the calculus queries evaluated by the reference evaluator, the result rows derived from the
-state as engine/result.py does) against DuckDB running the view's SQL on the same rows.
+state as engine/batch/result_sql.py does) against DuckDB running the view's SQL on the same rows.
 
 Used for constructs whose semantics live in the translation (outer joins, DISTINCT, UNION,
 MIN / MAX and DISTINCT aggregates read from multisets):
@@ -81,7 +81,7 @@ def group_rows(spec, state):
         for agg in spec.aggregates:
             binding[agg.placeholder] = _agg_value(agg, state, key, values_of)
         # subqueries in SELECT / HAVING: nested sums from state columns, nested MIN / MAX /
-        # DISTINCT aggregates from their multisets (engine/result.py `_state_values`)
+        # DISTINCT aggregates from their multisets (engine/batch/result_sql.py `_state_values`)
         for var, column in spec.value_columns.items():
             binding[var] = state[column].get(key, 0)
         for var, (name, kind) in spec.value_multisets.items():

@@ -138,7 +138,7 @@ def test_window_running_sum_orders_nulls_as_spark(spark, tr):
     assert _rows(got, "v") == want
 
 
-WINDOWS = [   # the window functions of views (engine/windowed.py, over columns); rid breaks
+WINDOWS = [   # the window functions of views (engine/batch/window_sql.py, over columns); rid breaks
     # order ties
     "ROW_NUMBER() OVER (PARTITION BY i ORDER BY d DESC, rid)",
     "RANK() OVER (PARTITION BY i ORDER BY t)",
@@ -149,7 +149,7 @@ WINDOWS = [   # the window functions of views (engine/windowed.py, over columns)
     "SUM(b) OVER (PARTITION BY i ORDER BY d RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",
     "SUM(e) OVER (PARTITION BY t ORDER BY rid DESC ROWS BETWEEN UNBOUNDED PRECEDING "
     "AND UNBOUNDED FOLLOWING)",
-    # AVG as engine/windowed.py writes it for decimals
+    # AVG as engine/batch/window_sql.py writes it for decimals
     "CASE WHEN COUNT(d) OVER (PARTITION BY i) = 0 THEN NULL ELSE CAST(CAST(SUM(d) OVER "
     "(PARTITION BY i) AS DECIMAL(25,2)) / CAST(COUNT(d) OVER (PARTITION BY i) AS DECIMAL(20,0)) "
     "AS DECIMAL(19,6)) END",

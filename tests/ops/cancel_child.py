@@ -6,7 +6,7 @@ tests/ops/test_cancel.py). Prints one line per event; exits non-zero on a failed
 1. `held`: the batch's Spark job evaluates a Python UDF that blocks (after writing
    STATE/udf.reached) while STATE/hold exists. The parent sends SIGINT: only cancelling the
    Spark job ends the REFRESH, which must raise KeyboardInterrupt and leave the batch planned.
-2. `paused`: the batch stops after its first map write (VIEWLET_PAUSE, engine/faults.py;
+2. `paused`: the batch stops after its first map write (VIEWLET_PAUSE, engine/runtime/faults.py;
    STATE/pause.reached tells the parent). SIGINT there must leave a half-written batch that
    the next REFRESH rolls forward exactly once.
 After each interrupt: no Spark job of the batch runs, the session still works, the next

@@ -26,7 +26,7 @@ VIEWS = {
     "crash_chain1": ("SELECT t.h, COUNT(*) AS n, SUM(s.f) AS sf FROM r, s, t "
                      "WHERE r.b = s.b AND s.e = t.e GROUP BY t.h", 1),
     "crash_recompute": ("SELECT r.a, s.e FROM r JOIN s ON r.b = s.b WHERE s.e > 0", 0),
-    # a view over a view: its REFRESH refreshes crash_up first (engine/chain.py)
+    # a view over a view: its REFRESH refreshes crash_up first (engine/ops/chains.py)
     "crash_up": ("SELECT r.b, COUNT(*) AS n, SUM(r.c) AS sc FROM r GROUP BY r.b", None),
     "crash_down": ("SELECT n, COUNT(*) AS k, SUM(sc) AS ssc FROM crash_up GROUP BY n", None),
 }

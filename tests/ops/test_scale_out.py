@@ -1,6 +1,7 @@
 """A batch larger than the driver's heap is maintained exactly: the distributed batch
-(engine/distributed.py) reads, computes and writes it on the executors of a local-cluster,
-in a driver JVM capped at 512 MB (tests/ops/scale_out_child.py)."""
+(engine/batch/distributed.py, engine/maintain/distributed.py) reads, computes and writes it
+on the executors of a local-cluster, in a driver JVM capped at 512 MB
+(tests/ops/scale_out_child.py)."""
 from __future__ import annotations
 
 import json

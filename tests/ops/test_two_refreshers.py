@@ -67,7 +67,7 @@ def test_second_refresher_waits_and_a_killed_one_does_not_block(tmp_path):
 
 
 def test_lease_liveness():
-    """What a waiter makes of a lease it reads (engine/lease.py)."""
+    """What a waiter makes of a lease it reads (engine/state/lease.py)."""
     now = time.time()
 
     def holder(host, pid, age):

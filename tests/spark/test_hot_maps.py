@@ -1,4 +1,4 @@
-"""Maps hot in driver memory (engine/local/hotmaps.py, engine/hot.py) in real refreshes: batches
+"""Maps hot in driver memory (engine/local/hotmaps.py, engine/maintain/hot.py) in real refreshes: batches
 read them from memory, another writer of the same view makes a session read Delta again
 (never a stale map), and a bound too small for the maps leaves the view exact."""
 from __future__ import annotations

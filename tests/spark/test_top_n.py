@@ -3,7 +3,7 @@ with duplicates: after every batch the view holds Spark's answer modulo ties (as
 the same multiset of ORDER BY keys, each a row of the query without LIMIT).
 
 The slack of the ordered table is cut to one row here, so that deletes often leave it short
-and batches take every path of engine/ordered.py: rows replaced, new rows before and after
+and batches take every path of engine/maintain/topn.py: rows replaced, new rows before and after
 the last row kept, the table complete or not, recomputed from the view state."""
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_deletes_below_the_limit_recompute_from_the_state(spark, vl, tmp_path, s
 
 
 def test_the_driver_sorts_as_spark_orders(spark):
-    """engine/ordered.py sorts kept rows on the driver (Arrow) and relies on Spark's order:
+    """engine/maintain/topn.py sorts kept rows on the driver (Arrow) and relies on Spark's order:
     NULLS FIRST / LAST, NaN above every number, -0.0 equal to 0.0, strings by their bytes,
     decimals and dates by value, in either direction."""
     import datetime

@@ -1,4 +1,4 @@
-"""Views over incremental views (engine/chain.py): after each REFRESH of the top view only,
+"""Views over incremental views (engine/ops/chains.py): after each REFRESH of the top view only,
 every view of the chain equals Spark's recompute of its definition with its upstream
 definitions inlined as subqueries, over the same base-table versions; DROP, DESCRIBE, SHOW
 and REFRESH ... FULL of an upstream view."""

@@ -1,4 +1,4 @@
-"""The small-file primitives refresh leases use (engine/lease.py), on a local warehouse
+"""The small-file primitives refresh leases use (engine/state/lease.py), on a local warehouse
 given as a path and as a file: URI."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a Viewlet statement (engine/cancel.py does the cancelling).
+"""Ctrl-C during a Viewlet statement (engine/runtime/cancel.py does the cancelling).
 
 In PySpark, `spark.sql("REFRESH ...")` blocks the main thread in a Py4J call while the JVM
 runs the statement by calling Viewlet's handler back on another Python thread. PySpark's own
@@ -100,7 +100,7 @@ class ViewletSigint:
 
 
 def _say(text: str) -> None:
-    """A line on stderr, after the progress line on screen (engine/console.py)."""
+    """A line on stderr, after the progress line on screen (engine/runtime/console.py)."""
     from ..engine.runtime.console import CONSOLE
     CONSOLE.message(text)
 

@@ -1,7 +1,7 @@
 """Spark's table statements on the names Viewlet owns (the JVM side: ViewletRelations.scala).
 
 Spark's catalog answers for tables it holds: with delta-spark an incremental view's result
-table is one (engine/published.py). Where it cannot, Viewlet answers the same SQL:
+table is one (engine/state/published.py). Where it cannot, Viewlet answers the same SQL:
 
   * an incremental view that is no catalog table (every view without delta-spark, where it
     is a temporary view over its result table; a view whose columns Delta cannot name);

@@ -21,7 +21,7 @@ sha256 of what its table holds: its value columns' definitions in keyed form (va
 named by structure, keys by position, relations by table identity: calculus/canonical.py
 `keyed_form`), its key count and the columns that decide when a row is gone. Two compiles
 that define a map alike give it the same fingerprint whatever they named it, which is how
-CREATE OR REPLACE keeps the maps a new query still needs (engine/replace.py).
+CREATE OR REPLACE keeps the maps a new query still needs (engine/ops/replace.py).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from ..errors import UnsupportedSQL
 
 # Functions whose value changes between evaluations (Spark marks the time and session ones
 # deterministic within one query, but a view is re-evaluated over time). Spark's own
-# determinism flags are checked again at CREATE (engine/determinism.py: UDFs).
+# determinism flags are checked again at CREATE (engine/ops/probe.py: UDFs).
 _NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
                      "current_date", "curdate", "localtimestamp", "monotonically_increasing_id",
                      "spark_partition_id", "input_file_name", "current_timezone", "current_user",

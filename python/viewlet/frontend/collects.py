@@ -15,7 +15,7 @@ the values in ascending order (for string_agg / listagg: of the value, before it
 string). `WITHIN GROUP (ORDER BY x [ASC | DESC])` on the argument itself is exact; ordering
 by another expression is refused (rows that tie on it have no defined order).
 
-The collections are built where a group's result row is derived (engine/result.py), never
+The collections are built where a group's result row is derived (engine/batch/result_sql.py), never
 inside a subquery: there they are refused.
 """
 from __future__ import annotations

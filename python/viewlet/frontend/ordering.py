@@ -2,7 +2,7 @@
 
 The query's ORDER BY, LIMIT and OFFSET are taken off the top-level SELECT (or UNION); the
 rest is translated as any view (its state, maps and triggers), and the view's result is the
-first n rows after m of those rows in the view's order (engine/ordered.py keeps them). Each
+first n rows after m of those rows in the view's order (engine/maintain/topn.py keeps them). Each
 ORDER BY item must name an output column: by alias or name, by position, or as an expression
 that is a SELECT item. Spark leaves rows tied on the ORDER BY keys in no particular order;
 Viewlet breaks ties by all output columns (ascending, NULLs first), then by the view's group

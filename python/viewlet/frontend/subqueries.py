@@ -34,7 +34,7 @@ from .setops import select_over
 
 
 #: in the error a scalar subquery without an aggregate raises for several rows (Spark's
-#: error class for it; engine/views.py drops such a failed batch)
+#: error class for it; engine/ops/advance.py drops such a failed batch)
 TOO_MANY_ROWS = "SCALAR_SUBQUERY_TOO_MANY_ROWS"
 
 

@@ -9,7 +9,7 @@ A view with window functions has the shape
 (a window function in the view's own SELECT list is that with `SELECT *` outside). The
 window query `x` without its window functions is the *inner* query: translated as any view,
 with one hidden output column per expression a window function reads (its arguments, its
-PARTITION BY and ORDER BY expressions). The window layer (engine/windowed.py) evaluates the
+PARTITION BY and ORDER BY expressions). The window layer (engine/maintain/window.py) evaluates the
 window functions, the outer items and the outer condition over the inner query's rows: per
 batch only over the rows of the partitions the batch touched, when the partitions are keyed
 by the inner query's group keys; over all rows otherwise (no PARTITION BY).

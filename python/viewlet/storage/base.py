@@ -349,7 +349,7 @@ class TableStore(ABC):
     def drop(self, path: str) -> None:
         """Delete a table Viewlet owns, files and log."""
 
-    # -- small files (refresh leases, engine/lease.py) --------------------------------------
+    # -- small files (refresh leases, engine/state/lease.py) --------------------------------------
     @abstractmethod
     def put_text(self, path: str, text: str) -> None:
         """Write a small file whole: readers see the old content or the new, never a part."""

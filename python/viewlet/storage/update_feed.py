@@ -6,7 +6,7 @@ updated row's old value vanish from the feed, both images. The data files such a
 and removes are right, so for these commits the change is read from them instead: every row
 of a removed file is a deletion, every row of an added file an insertion. Rows the update
 copied unchanged appear once with each sign; they cancel when a batch is netted per row
-(engine/batch.py pre-aggregates every batch), so the result is the exact multiset change.
+(engine/batch/changes.py pre-aggregates every batch), so the result is the exact multiset change.
 
 Commits by other writers (delta-spark, Databricks) and delta-rs DELETE/MERGE commits keep
 their change data files, which are correct.

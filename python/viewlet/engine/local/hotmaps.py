@@ -1,6 +1,6 @@
 """Maps hot in memory: each map a session keeps, as Arrow rows with sorted key indexes.
 
-A map's value for a key is the sum of its rows with that key (engine/maps.py), so a hot map
+A map's value for a key is the sum of its rows with that key (maintain/maps.py), so a hot map
 is its rows as of one Delta version: a base (what was loaded or last folded) plus the deltas
 applied since (the tail), the same shape as the map's files on disk. A batch reads it whole
 (zero-copy) or by key: a sorted index of one key column of the base (built on first use)

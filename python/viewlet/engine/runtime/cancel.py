@@ -56,7 +56,7 @@ class Token:
         _wakeup.set()
 
     def track_group(self, sc, group: str) -> None:
-        """The statement runs Spark jobs in `group` (engine/progress.py)."""
+        """The statement runs Spark jobs in `group` (progress.py)."""
         with self._lock:
             self._groups[group] = sc
         if self.cancelled:

@@ -1,4 +1,4 @@
-"""The one progress display of this process on stderr (engine/progress.py says what shows).
+"""The one progress display of this process on stderr (progress.py says what shows).
 
 On a terminal, the step of the operation that stepped last is one line, rewritten in place
 twice a second (`\\r`, erase to the end of the line) with the rows its Spark jobs have read and
@@ -67,7 +67,7 @@ class Console:
         self._held = False
         self._ticker: Optional[threading.Thread] = None
 
-    # -- operations (engine/progress.py) ------------------------------------------------
+    # -- operations (progress.py) -------------------------------------------------------
     def add(self, op) -> None:
         op.step_text, op.step_t0, op.last_plain = "", time.perf_counter(), 0.0
         with self._lock:

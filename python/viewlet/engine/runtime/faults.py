@@ -29,7 +29,7 @@ POINTS = (
     "batch.result_merged",  # after the result table's MERGE, before the manifest moves
     "batch.committed",      # the manifest's committed row is written
 )
-# Reached only by a REFRESH of a view over other views (engine/chain.py).
+# Reached only by a REFRESH of a view over other views (ops/chains.py).
 CHAIN_POINTS = (
     "chain.upstreams_refreshed",   # every upstream view committed, the view's batch not planned
 )

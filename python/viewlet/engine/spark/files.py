@@ -1,11 +1,11 @@
 """Spark's executors writing rows into a Delta table's directory, for the driver to commit.
 
-A distributed batch (engine/distributed.py) never collects its rows: each map's delta and
-the result table's new files are written by the executors as Parquet files in a directory
-of their own inside the table (`<table>/<tag>-<random>/part-*.parquet`), then committed
-with the batch's transaction id by the store (`TableStore.commit_files`), which reads only
-their footers for the add actions' statistics. Files of a write that never commits are
-not in any version: vacuum removes them.
+A distributed batch (batch/distributed.py, maintain/distributed.py) never collects its rows:
+each map's delta and the result table's new files are written by the executors as Parquet
+files in a directory of their own inside the table (`<table>/<tag>-<random>/part-*.parquet`),
+then committed with the batch's transaction id by the store (`TableStore.commit_files`),
+which reads only their footers for the add actions' statistics. Files of a write that never
+commits are not in any version: vacuum removes them.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Refresh leases: of several refreshers of one view, one computes a batch, the others wait.
 
 Correctness never rests on a lease. The manifest's Delta transactions decide which refresher
-plans a batch (engine/manifest.py), and every map's transaction id makes a re-run of a batch
+plans a batch (manifest.py), and every map's transaction id makes a re-run of a batch
 apply nothing twice. A lease only keeps a second refresher from computing a batch that another
 one is computing: it waits for that batch to commit instead (or takes it over when its
 refresher stopped).

@@ -1,4 +1,4 @@
-"""Keeping Spark's catalog in step with the warehouse's views (engine/spark/catalog_views.py): a
+"""Keeping Spark's catalog in step with the warehouse's views (spark/catalog_views.py): a
 view is published at CREATE, re-pointed by a full rebuild, withdrawn by DROP, and published
 again when a new session enables Viewlet (an in-memory catalog forgets its tables).
 

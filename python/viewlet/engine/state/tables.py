@@ -27,7 +27,7 @@ FILE_FORMATS = ("parquet", "orc", "csv", "json", "avro", "text", "binaryfile")
 class LiveResolver:
     """delta.`/path`, names given with register_table, Delta tables of Spark's catalog (with
     delta-spark, engine/spark/catalog_tables.py), and incremental views (read as their result tables,
-    engine/chain.py); nothing else can be a base table."""
+    graph.py); nothing else can be a base table."""
 
     def __init__(self, ctx):
         self.ctx = ctx

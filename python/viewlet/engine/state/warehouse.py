@@ -47,14 +47,14 @@ class WarehouseLayout:
         return join(self.view_dir(view_id), "result")
 
     def ordered_table(self, view_id: str) -> str:
-        """A top-N view's first rows in its order (engine/ordered.py)."""
+        """A top-N view's first rows in its order (maintain/topn.py)."""
         return join(self.view_dir(view_id), "ordered")
 
     def manifest_table(self, view_id: str) -> str:
         return join(self.view_dir(view_id), "batches")
 
     def lease_dir(self, view_id: str) -> str:
-        """Refresh leases of the view's batches (engine/lease.py)."""
+        """Refresh leases of the view's batches (lease.py)."""
         return join(self.view_dir(view_id), "_leases")
 
     def scratch_dir(self, view_id: str, attempt: str) -> str:

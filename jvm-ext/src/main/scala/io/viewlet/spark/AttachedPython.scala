@@ -137,7 +137,7 @@ object AttachedPython {
     env.put("PYSPARK_GATEWAY_SECRET", server.secret)
     env.put("PYTHONUNBUFFERED", "YES")
     // Its stderr is a pipe to this JVM; whether this JVM's console is a terminal decides how
-    // Viewlet's progress shows (python/viewlet/engine/console.py).
+    // Viewlet's progress shows (python/viewlet/engine/runtime/console.py).
     env.put("VIEWLET_STDERR_TTY", if (System.console() != null) "1" else "0")
     val process =
       try builder.start()

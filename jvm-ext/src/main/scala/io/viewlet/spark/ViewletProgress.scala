@@ -8,7 +8,7 @@ import org.apache.spark.SparkContext
 import org.apache.spark.scheduler._
 
 /**
- * What Viewlet's progress display (python/viewlet/engine/progress.py) asks the JVM: the rows
+ * What Viewlet's progress display (python/viewlet/engine/runtime/progress.py) asks the JVM: the rows
  * the Spark jobs of a job group have read so far, and Spark's console progress bar held off
  * while the display owns the console line.
  */
