@@ -219,7 +219,8 @@ def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: Compi
         program=compiled.stored, catalog_name=catalog_name,
         map_writes=options.map_writes, engine=options.engine,
         enable_change_data_feed=options.enable_change_data_feed, **_carried_refresh(replacing))
-    view = LoadedView(ctx, Entry.of_view(view_id, name, view_dir, definition), Resident(compiled))
+    view = LoadedView(ctx, Entry.of_view(view_id, name, view_dir, definition), Resident(compiled),
+                      settings)
     carried, first_batch = None, 0
     if replacing is not None:       # the history goes on: batch numbers keep counting
         old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
@@ -238,8 +239,9 @@ def _local_load(ctx, name: str, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
     a definition has no exact local translation (they load on Spark: `plan.choice` says so)."""
     if not plan.parts:
         return {}
-    draft = LoadedView(ctx, plan.view.entry, Resident(load_compiled(plan.view.compiled,
-                                                                    list(plan.parts))))
+    draft = LoadedView(ctx, plan.view.entry,
+                       Resident(load_compiled(plan.view.compiled, list(plan.parts))),
+                       plan.view.settings)
     try:
         return local_maps(draft, plan.versions)
     except LOCAL_FAILURES as e:

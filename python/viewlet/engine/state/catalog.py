@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 import pyarrow as pa
@@ -28,18 +27,19 @@ class Entry:
     name: str
     location: str
     spec: Dict         # the JSON as stored (a table's: empty)
+    _definition: Optional[ViewDefinition] = field(default=None, repr=False, compare=False)
 
-    @cached_property
+    @property
     def definition(self) -> ViewDefinition:
         """A view's `spec`, read once."""
-        return ViewDefinition.from_json(self.spec)
+        if self._definition is None:
+            self._definition = ViewDefinition.from_json(self.spec)
+        return self._definition
 
     @classmethod
     def of_view(cls, view_id: str, name: str, location: str,
                 definition: ViewDefinition) -> "Entry":
-        entry = cls(view_id, "view", name, location, definition.to_json())
-        entry.__dict__["definition"] = definition      # as given: no need to read it back
-        return entry
+        return cls(view_id, "view", name, location, definition.to_json(), definition)
 
     def to_row(self):
         return {"id": self.id, "kind": self.kind, "name": self.name, "location": self.location,

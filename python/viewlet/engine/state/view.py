@@ -67,19 +67,26 @@ class Resident:
 
 
 class LoadedView:
-    def __init__(self, ctx, entry: Entry, resident: Resident):
+    """`settings`: the statement's, when it read them already (a view being created)."""
+
+    def __init__(self, ctx, entry: Entry, resident: Resident,
+                 settings: Optional[Settings] = None):
         self.ctx, self.entry = ctx, entry
         self.definition: ViewDefinition = entry.definition
         self.compiled: CompiledView = resident.compiled
         self.derived, self.runtime = resident.derived, resident.runtime
+        self._settings = settings
 
     id = property(lambda self: self.entry.id)
     name = property(lambda self: self.entry.name)
 
-    @cached_property
+    @property
     def settings(self) -> Settings:
-        """The statement's settings: the view's options over the session's."""
-        return Settings(self.ctx.spark, self.definition.options)
+        """The statement's settings: the view's options over the session's (read on first
+        use, then kept)."""
+        if self._settings is None:
+            self._settings = Settings(self.ctx.spark, self.definition.options)
+        return self._settings
 
     @cached_property
     def _columns(self):
