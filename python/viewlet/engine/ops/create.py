@@ -41,7 +41,7 @@ from ..state import published
 from ..state.catalog import Entry, validate_name
 from ..state.definition import MapSchema, ViewDefinition
 from ..state.kept import Kept
-from ..state.layout import plain_layout, result_layout, window_layout
+from ..state.layout import ResultLayout, plain_layout, result_layout, window_layout
 from ..state.manifest import Manifest
 from ..state.maps import new_hot_map
 from ..state.program import (CompiledView, RecordingResolver, compile_definition, parts_key,
@@ -57,6 +57,25 @@ from .load import (SnapshotSource, collect, create_map, create_result, initial_m
 from .results import Created
 
 log = logging.getLogger("viewlet")
+
+
+@dataclass
+class _Creation:
+    """A CREATE under way, as validated: what every later stage reads."""
+    ctx: object
+    name: str
+    sql: str
+    compiled: CompiledView
+    recorder: RecordingResolver       # the tables the query resolved to
+    caches: bool
+    catalog_name: Optional[List[str]]
+    settings: Settings
+    view_id: str
+    view_dir: str
+    progress: Progress
+    replacing: Optional[Entry]        # the entry a rebuild or a new query swaps out
+    keep: Optional[Kept]              # the maps a new query may keep
+    rebuild_reason: Optional[str]
 
 
 @dataclass
@@ -90,7 +109,36 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     of the new program with the same content is read where it is, the others are loaded at
     the base-table versions those hold."""
     t_start = time.perf_counter()
-    # -- validate
+    c = _validate(ctx, name, sql, depth, if_not_exists, replacing, options, caches,
+                  rebuild_reason, keep)
+    if isinstance(c, Created):          # IF NOT EXISTS of a view that exists
+        return c
+    plan = None
+    try:
+        c.progress.__enter__()
+        plan = _plan(c)
+        result_rows, ordered = _execute(c, plan)
+        entry = _commit(c, plan, result_rows, ordered, t_start)
+    except BaseException:
+        ctx.store.drop(c.view_dir)
+        raise
+    finally:
+        if plan is not None:
+            plan.source.release()
+        c.progress.__exit__()
+    ctx.remember(entry, c.compiled)
+    published.publish(ctx, entry, ctx.layout.result_table(c.view_id))
+    _keep_hot(ctx, name, plan.warm)
+    return Created(name, "created", len(c.compiled.program.maps), result_rows,
+                   round(time.perf_counter() - t_start, 3), plan.first_batch,
+                   len(keep.used) if keep else 0, len(plan.parts))
+
+
+# -- validate ---------------------------------------------------------------------------------
+def _validate(ctx, name, sql, depth, if_not_exists, replacing, options, caches,
+              rebuild_reason, keep):
+    """The name is free and the query compiles (all SQL errors are raised here): the
+    creation's inputs, or the result of IF NOT EXISTS for a view that exists."""
     validate_name(name)
     if replacing is None:
         exists = _refuse_taken_name(ctx, name, if_not_exists)
@@ -103,41 +151,13 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
     stored_form(compiled)                     # the program kept with the view, checked first
     settings = Settings(ctx.spark, options)
     view_id = uuid.uuid4().hex
-    view_dir = ctx.layout.view_dir(view_id)
     progress = Progress(ctx.spark, f"{'rebuild' if replacing else 'create'} {name}",
                         settings.progress_after)
-    plan = None
-    try:
-        progress.__enter__()
-        plan = _plan(ctx, name, view_id, view_dir, sql, compiled, recorder, caches, catalog_name,
-                     settings, replacing, keep, progress)
-        result_rows, ordered = _execute(ctx, name, compiled, plan, keep, progress)
-        entry = _commit(ctx, plan, compiled, result_rows, ordered, t_start, progress, replacing,
-                        rebuild_reason, keep)
-    except BaseException:
-        ctx.store.drop(view_dir)
-        raise
-    finally:
-        if plan is not None:
-            plan.source.release()
-        progress.__exit__()
-    ctx.remember(entry, compiled)
-    published.publish(ctx, entry, ctx.layout.result_table(view_id))
-    _keep_hot(ctx, name, plan.warm)
-    return Created(name, "created", len(compiled.program.maps), result_rows,
-                   round(time.perf_counter() - t_start, 3), plan.first_batch,
-                   len(keep.used) if keep else 0, len(plan.parts))
+    return _Creation(ctx, name, sql, compiled, recorder, caches, catalog_name, settings,
+                     view_id, ctx.layout.view_dir(view_id), progress, replacing, keep,
+                     rebuild_reason)
 
 
-def _carried_refresh(replacing: Optional[Entry]) -> Dict:
-    """A rebuilt view keeps its refresh interval (recorded as manual, when it was)."""
-    if replacing is None or "refresh" not in replacing.spec:
-        return {}
-    every = replacing.definition.refresh
-    return {"refresh": every, "raw": {"refresh": every}}
-
-
-# -- validate ---------------------------------------------------------------------------------
 def _refuse_taken_name(ctx, name: str, if_not_exists: bool) -> Optional[Created]:
     """CREATE's name must be free: not a view (IF NOT EXISTS: nothing to do), not a table
     registered with register_table, not a table or view of Spark's catalog (a query naming
@@ -167,28 +187,26 @@ def _in_spark_catalog(ctx, quoted: str) -> bool:
 
 
 # -- plan -------------------------------------------------------------------------------------
-def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: CompiledView,
-          recorder: RecordingResolver, caches: bool, catalog_name: Optional[List[str]],
-          settings: Settings,
-          replacing: Optional[Entry], keep: Optional[Kept], progress: Progress) -> _Plan:
+def _plan(c: _Creation) -> _Plan:
+    """The versions the maps load at, Spark's types of the query's outputs and aggregates,
+    the result's layout; then the maps (`_plan_maps`)."""
+    ctx, compiled = c.ctx, c.compiled
     spec, depth = compiled.spec, compiled.depth
-    progress.step("checking the base tables' change data feed")
-    versions = load_versions(ctx, name, compiled,
-                                    settings.options.enable_change_data_feed)
-    if keep is not None:        # every map at the versions the kept ones hold
-        versions = {rel: keep.versions.get(spec.tables[rel].id, v)
+    c.progress.step("checking the base tables' change data feed")
+    versions = load_versions(ctx, c.name, compiled, c.settings.options.enable_change_data_feed)
+    if c.keep is not None:        # every map at the versions the kept ones hold
+        versions = {rel: c.keep.versions.get(spec.tables[rel].id, v)
                     for rel, v in versions.items()}
     frames = {spec.tables[r].id: relation_frame(ctx, spec.tables[r], v)
               for r, v in versions.items()}
-    location_of = lambda parts: recorder.refs[parts_key(parts)].id  # noqa: E731
-    progress.step("resolving column types")
-    output_types = probe.output_types(ctx, sql, frames, location_of)
+    location_of = lambda parts: c.recorder.refs[parts_key(parts)].id  # noqa: E731
+    c.progress.step("resolving column types")
+    output_types = probe.output_types(ctx, c.sql, frames, location_of)
     agg_types = probe.aggregate_types(ctx, compiled, frames, location_of)
     agg_types.update(probe.subquery_types(ctx, compiled, frames, location_of))
-    windows = spec.window is not None and depth != 0
     if spec.window is not None and depth == 0:     # Spark recomputes the query
         layout = plain_layout(output_types)
-    elif windows:           # the state's rows are the inner query's (maintain/window.py)
+    elif spec.window is not None:   # the state's rows are the inner query's (maintain/window.py)
         inner_output_types = probe.output_types(ctx, spec.window.inner_sql, frames,
                                                 location_of)
         layout = result_layout(spec, inner_output_types)
@@ -196,6 +214,19 @@ def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: Compi
         layout = result_layout(spec, output_types) if depth != 0 else \
             result_layout(spec, output_types).without_keys()
     source = SnapshotSource(ctx, compiled, versions)
+    try:
+        return _plan_maps(c, source, frames, location_of, output_types, agg_types, layout)
+    except BaseException:
+        source.release()
+        raise
+
+
+def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
+               location_of: Callable, output_types, agg_types, layout: ResultLayout) -> _Plan:
+    """Each map's physical columns (Spark decides them from the maps' queries, not yet run)
+    or the replaced view's map it keeps, the view's definition, where the maps load."""
+    ctx, compiled = c.ctx, c.compiled
+    spec, depth = compiled.spec, compiled.depth
     maps: Dict[str, MapSchema] = {}
     parts: Dict[str, DataFrame] = {}
     if depth != 0:
@@ -203,58 +234,66 @@ def _plan(ctx, name: str, view_id: str, view_dir: str, sql: str, compiled: Compi
         for m in compiled.program.maps.values():
             schema, frame = initial_map(ctx, m, source)
             maps[m.name] = replace(schema, cluster=cluster_order(compiled.program, m.name))
-            old = keep.take(m.name, fingerprints[m.name], maps[m.name]) if keep else None
+            old = c.keep.take(m.name, fingerprints[m.name], maps[m.name]) if c.keep else None
             if old is not None:
                 maps[m.name] = replace(old.schema, location=old.location)
             else:
                 parts[m.name] = frame
     inner = None
-    if windows:                 # the result table holds the window layer's rows
+    if spec.window is not None and depth != 0:     # the result holds the window layer's rows
         inner = layout
         layout = window_layout(spec, output_types, maps[compiled.program.view_map].key_types)
-    options = settings.options
+    options = c.settings.options
     definition = ViewDefinition(
-        sql, depth, dict(recorder.refs), maps, layout, agg_types, compiled.program.view_map,
-        inner=inner, caches=caches, fused=compiled.fused, in_filters=compiled.in_filters,
-        program=compiled.stored, catalog_name=catalog_name,
-        map_writes=options.map_writes, engine=options.engine,
-        enable_change_data_feed=options.enable_change_data_feed, **_carried_refresh(replacing))
-    view = LoadedView(ctx, Entry.of_view(view_id, name, view_dir, definition), Resident(compiled),
-                      settings)
+        c.sql, depth, dict(c.recorder.refs), maps, layout, agg_types, compiled.program.view_map,
+        inner=inner, caches=c.caches, fused=compiled.fused, in_filters=compiled.in_filters,
+        program=compiled.stored, catalog_name=c.catalog_name, map_writes=options.map_writes,
+        engine=options.engine, enable_change_data_feed=options.enable_change_data_feed,
+        **_carried_refresh(c.replacing))
+    view = LoadedView(ctx, Entry.of_view(c.view_id, c.name, c.view_dir, definition),
+                      Resident(compiled), c.settings)
     carried, first_batch = None, 0
-    if replacing is not None:       # the history goes on: batch numbers keep counting
-        old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(replacing.id))
+    if c.replacing is not None:     # the history goes on: batch numbers keep counting
+        old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(c.replacing.id))
         carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
-    rows = base_rows(ctx, compiled, versions)
-    progress.base_rows = rows if rows < UNKNOWN_ROWS else None
-    plan = _Plan(view, versions, frames, location_of, parts, source, first_batch, carried,
-                 rows, policy.for_load(settings, rows))
+    rows = base_rows(ctx, compiled, source.versions)
+    c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
+    plan = _Plan(view, source.versions, frames, location_of, parts, source, first_batch, carried,
+                 rows, policy.for_load(c.settings, rows))
     if plan.choice.target == LOCAL:
-        plan.in_driver = _local_load(ctx, name, plan)
+        plan.in_driver = _local_load(c, plan)
     return plan
 
 
-def _local_load(ctx, name: str, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
+def _carried_refresh(replacing: Optional[Entry]) -> Dict:
+    """A rebuilt view keeps its refresh interval (recorded as manual, when it was)."""
+    if replacing is None or "refresh" not in replacing.spec:
+        return {}
+    every = replacing.definition.refresh
+    return {"refresh": every, "raw": {"refresh": every}}
+
+
+def _local_load(c: _Creation, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
     """The rows of the maps to load computed in the driver by the local target, or None when
     a definition has no exact local translation (they load on Spark: `plan.choice` says so)."""
     if not plan.parts:
         return {}
-    draft = LoadedView(ctx, plan.view.entry,
+    draft = LoadedView(c.ctx, plan.view.entry,
                        Resident(load_compiled(plan.view.compiled, list(plan.parts))),
-                       plan.view.settings)
+                       c.settings)
     try:
         return local_maps(draft, plan.versions)
     except LOCAL_FAILURES as e:
-        log.info("View %s: maps loaded on Spark (the local target cannot: %s)", name,
+        log.info("View %s: maps loaded on Spark (the local target cannot: %s)", c.name,
                  failure_text(e))
         plan.choice = policy.after_failed_load(e)
         return None
 
 
 # -- execute ----------------------------------------------------------------------------------
-def _execute(ctx, name: str, compiled: CompiledView, plan: _Plan, keep: Optional[Kept],
-             progress: Progress):
+def _execute(c: _Creation, plan: _Plan):
     """Load the maps and write the first result; (its rows, a top-N view's ordered rows)."""
+    ctx, compiled, progress, keep = c.ctx, c.compiled, c.progress, c.keep
     view, definition, parts = plan.view, plan.view.definition, plan.parts
     spec, txn, base_rows = compiled.spec, plan.txn, plan.base_rows
     sources = set(multiset_params(spec)) | {compiled.program.view_map}
@@ -266,7 +305,7 @@ def _execute(ctx, name: str, compiled: CompiledView, plan: _Plan, keep: Optional
     ordered = None
     try:
         if scale_out:
-            log.info("View %s: loading on the executors: %s", name, plan.choice.reason)
+            log.info("View %s: loading on the executors: %s", c.name, plan.choice.reason)
             read = {}
             for i, part in enumerate(parts, 1):
                 progress.step(f"loading map {part} on the executors ({i}/{len(parts) + 1})")
@@ -306,7 +345,7 @@ def _execute(ctx, name: str, compiled: CompiledView, plan: _Plan, keep: Optional
             keys = sort_keys(top, definition.result)
             rows = rows.sparkSession.sql(prefilter_sql(
                 "SELECT * FROM {d}", top, keys, result_types(view)), d=rows)
-        properties = result_properties(name, ctx.layout.catalog)
+        properties = result_properties(c.name, ctx.layout.catalog)
         if scale_out and top is None:
             result_rows = create_result(ctx, view.result_path, rows, txn, properties)
         else:
@@ -326,27 +365,27 @@ def _execute(ctx, name: str, compiled: CompiledView, plan: _Plan, keep: Optional
 
 
 # -- commit -----------------------------------------------------------------------------------
-def _commit(ctx, plan: _Plan, compiled: CompiledView, result_rows: int,
-            ordered: Optional[OrderedStats], t_start: float, progress: Progress,
-            replacing: Optional[Entry], rebuild_reason: Optional[str],
-            keep: Optional[Kept]) -> Entry:
-    view = plan.view
+def _commit(c: _Creation, plan: _Plan, result_rows: int, ordered: Optional[OrderedStats],
+            t_start: float) -> Entry:
+    """The manifest's first row, then the catalog entry (added, or swapped for the replaced
+    one): the view exists from here."""
+    ctx, view = c.ctx, plan.view
     stats = BatchStats(seconds={"create": time.perf_counter() - t_start},
                        engine=plan.choice.target, engine_reason=plan.choice.reason,
                        result_version=ctx.store.version(view.result_path),
-                       spark_jobs=progress.spark_jobs(), result_rows_changed=result_rows,
+                       spark_jobs=c.progress.spark_jobs(), result_rows_changed=result_rows,
                        map_rows_changed={}, ordered=ordered)
-    if replacing is not None:
-        stats.rebuilt = rebuild_reason or "REFRESH ... FULL"
-    if keep is not None:
-        stats.maps_kept = {new: old.name for new, old in keep.used.items()}
+    if c.replacing is not None:
+        stats.rebuilt = c.rebuild_reason or "REFRESH ... FULL"
+    if c.keep is not None:
+        stats.maps_kept = {new: old.name for new, old in c.keep.used.items()}
         stats.maps_loaded = sorted(plan.parts)
     view.manifest.start(plan.versions, stats.to_json(), plan.first_batch, plan.carried)
-    definition = replace(view.definition, table_ids=table_ids(ctx, compiled.spec))
+    definition = replace(view.definition, table_ids=table_ids(ctx, c.compiled.spec))
     entry = Entry.of_view(view.id, view.name, view.entry.location, definition)
-    if keep is not None:
-        keep.check_unchanged(ctx.store)
-    ctx.catalog.add(entry) if replacing is None else ctx.catalog.replace(replacing, entry)
+    if c.keep is not None:
+        c.keep.check_unchanged(ctx.store)
+    ctx.catalog.add(entry) if c.replacing is None else ctx.catalog.replace(c.replacing, entry)
     return entry
 
 
