@@ -33,7 +33,7 @@ def view_sql(table: str) -> str:
             f"FROM delta.`{table}` WHERE v > 0 GROUP BY k")
 
 
-SELECT_ROWS = "SELECT 'row', k, s, n FROM totals ORDER BY k"
+SELECT_ROWS = "SELECT 'row' AS tag, k, s, n FROM totals ORDER BY k"
 
 
 def expected_rows(table: str):
@@ -114,7 +114,7 @@ def refreshed_from_stdin(place, refreshed_from_file):
     The first statement reads the view: a name Spark does not know attaches Python too."""
     before = expected_rows(place["table"])
     DeltaTable(place["table"]).delete("v = 20")
-    stdin = (f"SELECT 'before', k, s, n FROM totals ORDER BY k;\n"
+    stdin = (f"SELECT 'before' AS tag, k, s, n FROM totals ORDER BY k;\n"
              f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n"
              "DESCRIBE INCREMENTAL VIEW totals HISTORY;\n")
     # Viewlet's JVM side logs through Spark's log4j: turned up to INFO for its package only.
@@ -221,8 +221,8 @@ def databricks_statements(place, refreshed_from_stdin):
         f"  SELECT k, COUNT(*) AS n FROM delta.`{place['table']}` GROUP BY k;\n"
         "ALTER MATERIALIZED VIEW mv_counts DROP SCHEDULE;\n"
         "REFRESH MATERIALIZED VIEW mv_counts FULL;\n"
-        "SELECT 'hist', batch, status, message FROM viewlet_history('mv_counts');\n"
-        "SELECT 'mvrow', k, n FROM mv_counts ORDER BY k;\n"
+        "SELECT 'hist' AS tag, batch, status, message FROM viewlet_history('mv_counts');\n"
+        "SELECT 'mvrow' AS tag, k, n FROM mv_counts ORDER BY k;\n"
         "EXPLAIN MATERIALIZED VIEW mv_counts;\n"
         "DROP MATERIALIZED VIEW mv_counts;\n"
         "CREATE MATERIALIZED VIEW mv_missing AS SELECT k FROM no_such_table;\n")

@@ -36,8 +36,9 @@ def run(ctx, st: Statement) -> List[Sequence]:
             tables = ", ".join(t.display + (" (incremental view)" if t.view else "")
                                for t in view.compiled.spec.tables.values())
             mode, error = _refresh_state(ctx, e)
-            rows.append((e.name, depth_text(e.spec["depth"]), tables, last.batch, e.spec["sql"],
-                         mode, error))
+            # one line per view: a query's line breaks would split its row in the shell
+            rows.append((e.name, depth_text(e.spec["depth"]), tables, last.batch,
+                         " ".join(e.spec["sql"].split()), mode, error))
         return rows
     elif st.kind == "describe":
         return view_description(ctx, ctx.load(st.name))

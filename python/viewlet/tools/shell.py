@@ -55,6 +55,9 @@ def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
         (WAREHOUSE_CONF, location),
         (PYTHON_CONF, python),
         ("spark.log.level", DEFAULT_LOG_LEVEL),
+        # column names above every result (SHOW, DESCRIBE, HISTORY are tables of several
+        # columns); --conf spark.sql.cli.print.header=false turns them off
+        ("spark.sql.cli.print.header", "true"),
     ]
     if _is_local(location):
         state = join(location, "spark")
