@@ -50,7 +50,10 @@ def spark(tmp_path_factory):
             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \
             .config("spark.sql.catalog.spark_catalog",
                     "org.apache.spark.sql.delta.catalog.DeltaCatalog") \
-            .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+            .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse"))) \
+            .config("spark.databricks.delta.snapshotPartitions", "2")
+        # snapshotPartitions: delta-spark rebuilds a table's state in 50 tasks by default,
+        # seconds per DML statement on a test's tables of a few rows
     session = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
