@@ -1,7 +1,7 @@
 """Running a parsed Viewlet statement against a context: rows for Spark to return."""
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from .ddl import OUTPUTS, Statement
 from ..errors import ViewletError
@@ -93,10 +93,14 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
         r = ctx.refresh(entry.name)
         return {"view": entry.name, "status": r["status"], "maps": len(entry.spec["maps"]),
                 "rows": r["rows_changed"], "seconds": r["seconds"]}
-    return _replace(ctx, entry, st)
+    changed = [k for k in DEFINITION_OPTIONS if wanted[k] != have[k]]
+    reason = "CREATE OR REFRESH with a new " + \
+        ("query" if " ".join(st.query.split()) != " ".join(entry.spec["sql"].split())
+         else "setting of " + ", ".join(changed))
+    return _replace(ctx, entry, st, reason)
 
 
-def _replace(ctx, entry: Entry, st: Statement):
+def _replace(ctx, entry: Entry, st: Statement, reason: Optional[str] = None):
     """A new definition of an existing view: the maps it still needs are kept
     (engine/replace.py). ALTER ... AS keeps the view's settings where it names none."""
     from ..engine.replace import replace_view
@@ -109,7 +113,8 @@ def _replace(ctx, entry: Entry, st: Statement):
         settings = {"depth": None, "caches": False, "map_writes": "append", "engine": None}
     settings.update(given)
     return replace_view(ctx, entry.name, st.query, settings,
-                        st.options.get("enable_change_data_feed"))
+                        st.options.get("enable_change_data_feed"),
+                        reason or ("ALTER ... AS" if st.must_exist else "CREATE OR REPLACE"))
 
 
 def _alter(ctx, st: Statement):

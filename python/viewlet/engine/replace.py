@@ -28,22 +28,24 @@ from .kept import Kept, KeptMap
 log = logging.getLogger("viewlet")
 
 
-def replace_view(ctx, name: str, sql: str, settings: Dict, consent: Optional[bool]) -> Dict:
-    """Replace the query of view `name` (`settings`: depth, caches, map_writes, engine;
-    `consent`: enable_change_data_feed). The statement's result row."""
+def replace_view(ctx, name: str, sql: str, settings: Dict, consent: Optional[bool],
+                 reason: str = "a new query") -> Dict:
+    """Replace the definition of view `name` (`settings`: depth, caches, map_writes, engine;
+    `consent`: enable_change_data_feed; `reason`: what HISTORY says of it). The statement's
+    result row."""
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
     definition = (sql, settings, consent)
     keep, why_not = _keepable(ctx, old.name)
     if keep is None:
-        r = rebuild.rebuild_view(ctx, old.name, reason=f"replaced with a new query ({why_not})",
+        r = rebuild.rebuild_view(ctx, old.name, reason=f"{reason} (no map kept: {why_not})",
                                  definition=definition)
         maps = len(ctx.catalog.find(old.name, "view").spec["maps"])
         return {"view": old.name, "status": f"replaced: rebuilt, no map kept ({why_not})",
                 "maps": maps, "rows": r["rows_changed"], "seconds": round(time.perf_counter() - t0, 3)}
     old = ctx.catalog.find(name, "view")             # as the refresh left it
     downstream = chain.downstream_order(ctx, old.name)
-    created = rebuild.rebuild_one(ctx, old, "replaced with a new query", definition, keep)
+    created = rebuild.rebuild_one(ctx, old, reason, definition, keep)
     for dependent in downstream:
         rebuild.rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
                             f"its upstream view {old.name} was replaced")

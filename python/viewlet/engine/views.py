@@ -285,7 +285,7 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
         progress.base_rows = base_rows if base_rows < _UNKNOWN_ROWS else None
         scale_out = distributed.load_reason(ctx, options, base_rows)
         in_driver, on_spark = _local_load(ctx, name, view_id, view_dir, compiled, maps_json,
-                                          versions, options, base_rows, parts) \
+                                          versions, options, base_rows, parts, progress.step) \
             if scale_out is None else (None, None)
         scratch = ctx.layout.scratch_dir(view_id, "create")
         top = spec.top_n if depth != 0 else None
@@ -314,9 +314,12 @@ def create_view(ctx, name: str, sql: str, depth: Optional[int] = None,
                     del data, written
                 read = _staged(ctx, source_rows, scratch)
             for part in (sources - set(parts)) if keep is not None else ():
-                # kept from the replaced view: read where they are
-                read[part] = read_table(ctx.spark, ctx.store, maps_json[part]["location"],
-                                        keep.used[part].version)
+                # kept from the replaced view: read where they are, one row per key (a map
+                # table holds the deltas appended since its last compaction)
+                read[part] = sum_by_keys(
+                    read_table(ctx.spark, ctx.store, maps_json[part]["location"],
+                               keep.used[part].version),
+                    maps_json[part]["keys"], maps_json[part]["values"])
             source.release()
             progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
             rows = _initial_result(ctx, compiled, layout, agg_types, read, maps_json, sql,
@@ -400,7 +403,8 @@ _UNKNOWN_ROWS = 1 << 62
 
 def _local_load(ctx, name: str, view_id: str, view_dir: str, compiled: CompiledView,
                 maps_json: Dict, versions: Dict[str, int], options: Optional[Dict],
-                base_rows: int, parts: Dict) -> Tuple[Optional[Dict[str, pa.Table]], str]:
+                base_rows: int, parts: Dict,
+                step=lambda text: None) -> Tuple[Optional[Dict[str, pa.Table]], str]:
     """(the rows of the maps `parts` computed in the driver by the local target
     (engine/initial_load.py local_maps), None); or (None, why Spark loads them): the engine
     is 'spark' or 'distributed', the base tables hold more than
@@ -421,6 +425,7 @@ def _local_load(ctx, name: str, view_id: str, view_dir: str, compiled: CompiledV
         return None, missing
     if not parts:
         return {}, ""
+    step(f"loading the {len(parts)} map(s) in the driver (1-{len(parts)}/{len(parts) + 1})")
     try:
         return initial_load.local_maps(draft, versions), ""
     except targets.LOCAL_FAILURES as e:
