@@ -52,7 +52,8 @@ def test_create_or_refresh():
 
 
 def test_explain_create_is_the_create_statement_explained():
-    st = ddl.parse(f"EXPLAIN /* c */ CREATE OR REFRESH MATERIALIZED VIEW mv WITH (depth = 1) AS {Q};")
+    st = ddl.parse(f"EXPLAIN /* c */ CREATE OR REFRESH MATERIALIZED VIEW mv WITH (depth = 1) "
+                   f"AS {Q};")
     assert (st.kind, st.name, st.options, st.query) == ("explain", "mv", {"depth": 1}, Q)
     text = f"explain create incremental view v as {Q}"
     st = ddl.parse(text)
