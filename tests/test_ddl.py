@@ -51,6 +51,24 @@ def test_create_or_refresh():
         ddl.parse(f"CREATE OR REFRESH MATERIALIZED VIEW IF NOT EXISTS mv AS {Q}")
 
 
+def test_explain_create_is_the_create_statement_explained():
+    st = ddl.parse(f"EXPLAIN /* c */ CREATE OR REFRESH MATERIALIZED VIEW mv WITH (depth = 1) "
+                   f"AS {Q};")
+    assert (st.kind, st.name, st.options, st.query) == ("explain", "mv", {"depth": 1}, Q)
+    text = f"explain create incremental view v as {Q}"
+    st = ddl.parse(text)
+    assert st.kind == "explain" and text[st.query_offset:] == Q    # error positions shift by it
+    assert ddl.parse("EXPLAIN MATERIALIZED VIEW mv").query is None
+
+
+@pytest.mark.parametrize("mode", ["EXTENDED", "formatted", "CODEGEN", "COST", "LOGICAL"])
+def test_explain_modes_of_create_are_refused_with_the_remedy(mode):
+    with pytest.raises(ViewletParseError, match=f"EXPLAIN {mode.upper()} is Spark's.*write "
+                                                r"EXPLAIN CREATE \.\.\. without it") as err:
+        ddl.parse(f"EXPLAIN {mode} CREATE MATERIALIZED VIEW mv AS {Q}")
+    assert err.value.position == len("EXPLAIN ")
+
+
 @pytest.mark.parametrize("text, message", [
     (f"CREATE MATERIALIZED VIEW mv SCHEDULE CRON '0 0 * * *' AS {Q}", "SCHEDULE CRON is not supported"),
     (f"CREATE MATERIALIZED VIEW mv SCHEDULE EVERY 0 HOURS AS {Q}", "positive whole number"),

@@ -1,12 +1,14 @@
 """Running a parsed Viewlet statement against a context: rows for Spark to return."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
 from .ddl import OUTPUTS, Statement
 from ..errors import ViewletError
 from .explain import depth_text, describe_rows, explain_execution, explain_program
 from ..engine.catalog import Entry
+from ..engine.definition import compile_definition
 from ..engine.history import history_rows
 from ..engine.schedule import interval_text
 
@@ -14,14 +16,21 @@ from ..engine.schedule import interval_text
 DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")
 
 
+@contextmanager
+def _query_positions(st: Statement):
+    """Errors positioned in the statement's query, positioned in the statement."""
+    try:
+        yield
+    except ViewletError as e:
+        if e.position is not None:
+            e.position += st.query_offset
+        raise
+
+
 def run(ctx, st: Statement) -> List[Sequence]:
     if st.kind == "create":
-        try:
+        with _query_positions(st):
             r = _create(ctx, st)
-        except ViewletError as e:
-            if e.position is not None:  # positions in the query -> positions in the statement
-                e.position += st.query_offset
-            raise
     elif st.kind == "drop":
         r = ctx.drop_view(st.name, st.if_exists)
     elif st.kind == "refresh":
@@ -44,6 +53,9 @@ def run(ctx, st: Statement) -> List[Sequence]:
         return view_description(ctx, ctx.load(st.name))
     elif st.kind == "history":
         return history_rows(ctx.load(st.name), st.options.get("limit"))
+    elif st.kind == "explain" and st.query is not None:
+        with _query_positions(st):
+            return explain_definition_rows(ctx, st)
     elif st.kind == "explain":
         return explain_rows(ctx.load(st.name))
     else:
@@ -58,6 +70,19 @@ def explain_rows(view) -> List[Sequence]:
                            view.compiled.spec) + "\n\n" + \
         explain_execution(view)
     return [(line,) for line in text.split("\n")]
+
+
+NOT_CREATED = "Not created: EXPLAIN CREATE compiles the definition only."
+
+
+def explain_definition_rows(ctx, st: Statement) -> List[Sequence]:
+    """EXPLAIN CREATE ...'s rows: the trigger program of the definition, compiled against
+    the tables' current schemas as CREATE would (EXPLAIN INCREMENTAL VIEW's first part once
+    the view exists); no map is loaded and no table is written."""
+    compiled = compile_definition(st.query, ctx.resolver(), st.options.get("depth"),
+                                  st.options.get("caches", False))
+    text = explain_program(st.name, st.query, compiled.program, compiled.spec)
+    return [(line,) for line in text.split("\n")] + [("",), (NOT_CREATED,)]
 
 
 def _create(ctx, st: Statement):

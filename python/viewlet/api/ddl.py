@@ -14,6 +14,7 @@
   SHOW INCREMENTAL VIEWS
   DESCRIBE | DESC INCREMENTAL VIEW name [HISTORY [LIMIT n]]
   EXPLAIN INCREMENTAL VIEW name
+  EXPLAIN CREATE ... (as above): the trigger program the definition compiles to; nothing created
 
 MATERIALIZED may be written for INCREMENTAL everywhere (Databricks' spelling). Names follow
 Spark: unquoted ASCII letters, digits and underscores, not a reserved word; or `quoted`.
@@ -48,6 +49,8 @@ OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`?)|(\w+)|('(?:[^']|'')*'?)|(\S))")
 # `CREATE ... MATERIALIZED VIEW` (Databricks) is a synonym of `... INCREMENTAL VIEW`.
 _KIND_WORDS = ("INCREMENTAL", "MATERIALIZED")
+# Spark's EXPLAIN modes, refused before a Viewlet CREATE (they name Spark's plans).
+_EXPLAIN_MODES = ("LOGICAL", "FORMATTED", "EXTENDED", "CODEGEN", "COST")
 # SCHEDULE EVERY n <unit>: Databricks' units, plus seconds and minutes.
 _SCHEDULE_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800}
 
@@ -62,7 +65,7 @@ class Statement:
     must_exist: bool = False       # ALTER ... AS: replace the query of an existing view
     or_refresh: bool = False       # CREATE OR REFRESH (Databricks): create, or refresh if it exists
     options: Dict[str, object] = field(default_factory=dict)
-    query: Optional[str] = None
+    query: Optional[str] = None    # CREATE, and EXPLAIN CREATE (kind explain)
     query_offset: int = 0
 
 
@@ -173,6 +176,10 @@ def parse(text: str) -> Statement:
              "EXPLAIN": "explain", "ALTER": "alter"}
     if verb not in kinds:
         raise ViewletParseError(f"Not a Viewlet statement: it starts with '{tok}'.", start)
+    if verb == "EXPLAIN":
+        explained = _explain_create(t, text)
+        if explained is not None:
+            return explained
     st = Statement(kinds[verb])
     t.expect_view()
     if st.kind == "drop":
@@ -195,6 +202,24 @@ def parse(text: str) -> Statement:
     elif st.kind == "alter":
         _alter(t, st)
     t.end()
+    return st
+
+
+def _explain_create(t: _Tokens, text: str) -> Optional[Statement]:
+    """EXPLAIN CREATE ...: the CREATE statement as kind `explain` (its query set), or None
+    when no CREATE follows (EXPLAIN INCREMENTAL VIEW name)."""
+    tok, start = t.peek()
+    word = (tok or "").upper()
+    if word in _EXPLAIN_MODES:
+        raise ViewletParseError(
+            f"EXPLAIN {word} is Spark's, for Spark's plans (position {start}): EXPLAIN CREATE "
+            "INCREMENTAL VIEW prints the trigger program the view would compile to and takes no "
+            "mode; write EXPLAIN CREATE ... without it.", start)
+    if word != "CREATE":
+        return None
+    t.next()
+    st = _create(t, text, start)
+    st.kind = "explain"
     return st
 
 

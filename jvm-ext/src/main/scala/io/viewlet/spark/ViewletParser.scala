@@ -1,10 +1,13 @@
 package io.viewlet.spark
 
 import java.lang.reflect.{InvocationHandler, InvocationTargetException, Method, Proxy}
-import java.util.regex.Pattern
+import java.util.Locale
 
-import org.apache.spark.sql.catalyst.parser.ParserInterface
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.sql.catalyst.parser.{ParseException, ParserInterface}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SingleStatement}
+import org.apache.spark.sql.execution.command.ExplainCommand
 
 /**
  * Wraps Spark's parser: Viewlet statements become a ViewletCommand, all else goes to Spark
@@ -13,6 +16,11 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  * A dynamic proxy rather than a class implementing ParserInterface: Spark keeps adding abstract
  * methods to that interface (4.3 added splitStatements), and a class compiled against 4.0 fails
  * with AbstractMethodError there. The proxy implements whatever the running Spark declares.
+ *
+ * Spark 4.1+ parses `CREATE MATERIALIZED VIEW` itself (a Declarative Pipelines dataset, which
+ * runs only inside a pipeline). Viewlet's statements are decided on the text before Spark sees
+ * it, so in a Viewlet session they are Viewlet's; Spark's node can only come from a statement
+ * nested where the text check does not look (a SQL script), and is refused (nestedPipelineView).
  */
 class ViewletParser private (delegate: ParserInterface) extends InvocationHandler {
 
@@ -42,7 +50,11 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
         case e: InvocationTargetException => throw e.getCause
       }
     parsed match {
-      case plan: LogicalPlan if name.startsWith("parsePlan") => ViewletRelations.rewrite(plan)
+      case plan: LogicalPlan if name.startsWith("parsePlan") =>
+        ViewletParser.nestedPipelineView(plan).foreach { node =>
+          throw ViewletParser.nestedStatementError(args(0).asInstanceOf[String], node)
+        }
+        ViewletRelations.rewrite(plan)
       case other => other
     }
   }
@@ -50,9 +62,13 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
 
 object ViewletParser {
   // MATERIALIZED is Databricks' spelling of the same statements (CREATE OR REFRESH too).
-  private val Statement = Pattern.compile(
-    "(?is)^(CREATE(\\s+OR\\s+(REPLACE|REFRESH))?|DROP|REFRESH|SHOW|DESCRIBE|DESC|EXPLAIN|ALTER)" +
-      "\\s+(INCREMENTAL|MATERIALIZED)\\s+VIEWS?\\b.*")
+  private val Kinds = Set("INCREMENTAL", "MATERIALIZED")
+  private val Verbs = Set("DROP", "REFRESH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "ALTER")
+  // Spark's EXPLAIN modes: `EXPLAIN EXTENDED CREATE MATERIALIZED VIEW` is claimed too, so that
+  // Spark 4.1+ never plans it as a pipeline dataset (Python refuses the mode with a remedy).
+  private val ExplainModes = Set("LOGICAL", "FORMATTED", "EXTENDED", "CODEGEN", "COST")
+  // Spark 4.1+'s plan node of its own CREATE MATERIALIZED VIEW (absent before: found by name).
+  private val PipelineView = "CreateMaterializedViewAsSelect"
 
   def wrap(delegate: ParserInterface): ParserInterface =
     Proxy.newProxyInstance(
@@ -60,10 +76,62 @@ object ViewletParser {
       Array[Class[_]](classOf[ParserInterface]),
       new ViewletParser(delegate)).asInstanceOf[ParserInterface]
 
-  /** True when the text, after leading whitespace and comments, is a Viewlet statement. */
-  def isViewletStatement(sql: String): Boolean =
-    sql != null && Statement.matcher(statementText(sql.substring(skipLeadingComments(sql))))
-      .matches()
+  /**
+   * True when the statement is Viewlet's: `<verb> INCREMENTAL|MATERIALIZED VIEW[S] ...`,
+   * `CREATE [OR REPLACE | OR REFRESH] ...` or `EXPLAIN [mode] CREATE ...`, its words separated
+   * by whitespace or comments as Spark's lexer allows (`CREATE /* c */ MATERIALIZED VIEW`).
+   */
+  def isViewletStatement(sql: String): Boolean = {
+    if (sql == null) return false
+    val w = leadingWords(sql, 6)
+    def word(i: Int) = if (i < w.length) w(i) else ""
+    def view(i: Int) = Kinds(word(i)) && (word(i + 1) == "VIEW" || word(i + 1) == "VIEWS")
+    def create(i: Int) = word(i) == "CREATE" &&
+      (view(i + 1) || word(i + 1) == "OR" && Set("REPLACE", "REFRESH")(word(i + 2)) && view(i + 3))
+    word(0) match {
+      case "CREATE" => create(0)
+      case "EXPLAIN" => view(1) || create(1) || ExplainModes(word(1)) && create(2)
+      case verb => Verbs(verb) && view(1)
+    }
+  }
+
+  /**
+   * Up to `n` leading words, upper-cased, with whitespace and comments between them skipped;
+   * reading stops at anything else (a quote, a parenthesis), so a later word is never taken
+   * from inside a literal.
+   */
+  def leadingWords(sql: String, n: Int): Seq[String] = {
+    val words = ArrayBuffer.empty[String]
+    var i = skipLeadingComments(sql)
+    while (words.length < n && i < sql.length && isWordChar(sql.charAt(i))) {
+      val start = i
+      while (i < sql.length && isWordChar(sql.charAt(i))) i += 1
+      words += sql.substring(start, i).toUpperCase(Locale.ROOT)
+      i += skipLeadingComments(sql.substring(i))
+    }
+    words.toSeq
+  }
+
+  private def isWordChar(c: Char): Boolean = c.isLetterOrDigit || c == '_'
+
+  /**
+   * Spark's own CREATE MATERIALIZED VIEW node in a plan Spark parsed (Spark 4.1+): a Viewlet
+   * statement inside a SQL script, directly or under EXPLAIN, which Spark would otherwise
+   * refuse as a pipeline dataset run outside a pipeline.
+   */
+  def nestedPipelineView(plan: LogicalPlan): Option[LogicalPlan] = plan.find {
+    // a script's statement and an EXPLAIN's hold their plan outside their children
+    case s: SingleStatement => nestedPipelineView(s.parsedPlan).isDefined
+    case e: ExplainCommand => nestedPipelineView(e.logicalPlan).isDefined
+    case p => p.getClass.getSimpleName == PipelineView
+  }
+
+  def nestedStatementError(sql: String, node: LogicalPlan): ParseException =
+    new ViewletParseException(
+      "Viewlet's CREATE MATERIALIZED VIEW runs as a statement of its own (one spark.sql " +
+        "call), not inside a SQL script (BEGIN ... END), where Spark takes it for a " +
+        "Declarative Pipelines dataset, which runs only in a pipeline.",
+      sql, node.origin.startIndex)
 
   /** The text handed to Python: as written, minus trailing semicolons and whitespace. */
   def statementText(sql: String): String = {
