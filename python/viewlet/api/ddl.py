@@ -1,7 +1,8 @@
 """Parser for Viewlet's DDL statements (the query itself is parsed by the SQL front end).
 
   CREATE [OR REPLACE | OR REFRESH] INCREMENTAL VIEW [IF NOT EXISTS] name
-      [WITH (option = value, ...)] [SCHEDULE [REFRESH] EVERY n <unit>] AS query
+      [WITH (option = value, ...)] [SCHEDULE [REFRESH] EVERY n <unit>]
+      [REFRESH POLICY AUTO | INCREMENTAL | INCREMENTAL STRICT | FULL] AS query
       options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false,
                map_writes = 'append' | 'merge', engine = 'auto' | 'local' | 'spark' | 'distributed',
                enable_change_data_feed = true | false
@@ -236,8 +237,9 @@ def _create(t: _Tokens, text: str, start: int) -> Statement:
 
 
 def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
-    """The clauses before AS (WITH (...), SCHEDULE ...), then AS and the query."""
-    with_given = schedule_given = False
+    """The clauses before AS (WITH (...), SCHEDULE ..., REFRESH POLICY ...), then AS and the
+    query."""
+    with_given = schedule_given = policy_given = False
     while True:                       # view clauses, in any order, before AS
         tok, cstart = t.peek()
         word = (tok or "").upper()
@@ -245,6 +247,11 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
             t.next()
             with_given = True
             st.options.update(_options(t))
+        elif word == "REFRESH" and not policy_given:
+            t.next()
+            policy_given = True
+            t.expect("POLICY")
+            st.options["refresh_policy"] = _policy(t)
         elif word == "SCHEDULE" and not schedule_given:
             t.next()
             schedule_given = True
@@ -253,7 +260,8 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
         elif word == "AS":
             break
         else:
-            hint = " (the clauses before AS are WITH (...) and SCHEDULE [REFRESH] EVERY n <unit>)" \
+            hint = (" (the clauses before AS are WITH (...), SCHEDULE [REFRESH] EVERY n <unit> "
+                    "and REFRESH POLICY ...)") \
                 if word in ("COMMENT", "TBLPROPERTIES", "PARTITIONED", "CLUSTER", "MASK", "ROW",
                             "TRIGGER", "(", "WITH", "SCHEDULE") else ""
             raise ViewletParseError(f"Expected AS but found {_found(tok)} at position "
@@ -273,6 +281,23 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
         kind = "OR REPLACE" if st.or_replace else "OR REFRESH"
         raise ViewletParseError(f"{kind} and IF NOT EXISTS cannot be used together.", start)
     return st
+
+
+#: REFRESH POLICY (Databricks): when a view is maintained incrementally and when in full
+POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
+
+
+def _policy(t: _Tokens) -> str:
+    """AUTO | INCREMENTAL [STRICT] | FULL (after REFRESH POLICY)."""
+    word, wstart = t.next()
+    policy = (word or "").upper()
+    if policy == "INCREMENTAL" and t.accept("STRICT"):
+        policy = "INCREMENTAL STRICT"
+    if policy not in POLICIES:
+        raise ViewletParseError(f"Expected a refresh policy ({', '.join(POLICIES)}) after "
+                                f"REFRESH POLICY but found {_found(word)} at position {wstart}.",
+                                wstart)
+    return policy
 
 
 def _alter(t: _Tokens, st: Statement):
