@@ -336,6 +336,16 @@ def _pipelines_parser(sub):
 
 
 def _pipelines(args) -> int:
+    from .pipelines.spec import spark_version_problem
+    prog = f"viewlet pipelines {args.pipelines_command}"
+    problem = spark_version_problem()          # first: pyspark 4.0 has no pipelines at all
+    if problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    problem = java_problem()
+    if problem:
+        print(f"{prog}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
     from .pipelines.command import main as pipelines_main
     return pipelines_main(args.pipelines_command, args.spec, args.warehouse, dict(args.conf))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, Optional, TextIO
 
 from .runner import FULL, INCREMENTAL, Pipeline
-from .spec import PipelineError, load, locate, snakeyaml, spark_version_problem
+from .spec import PipelineError, load, locate, snakeyaml
 
 EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT = 0, 1, 2
 WAREHOUSE_CONF = "spark.viewlet.warehouse"
@@ -74,16 +74,8 @@ def _has_catalog(warehouse: str) -> bool:
 
 def main(command: str, spec: Optional[str], warehouse: Optional[str],
          confs: Dict[str, str], out: TextIO = sys.stdout) -> int:
+    """The command, once cli.py checked Spark's version and Java."""
     prog = f"viewlet pipelines {command}"
-    problem = spark_version_problem()
-    if problem:
-        print(f"{prog}: {problem}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    from ..cli import _JAVA_HELP, java_problem
-    problem = java_problem()
-    if problem:
-        print(f"{prog}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
     from ...errors import ViewletError
     dry = command == "dry-run"
     scratch = None
