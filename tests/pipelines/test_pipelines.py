@@ -228,9 +228,14 @@ def test_spec_rules(tmp_path):
                    "libraries": [{"glob": {"include": "transformations/**"}}]}, path)
     assert (spec.database, spec.catalog) == ("db", None)
     assert [lib.include for lib in spec.libraries] == ["transformations/**/*"]
+    early = unpack({"name": "p", "storage": "s",      # early 4.1 previews: definitions
+                    "definitions": [{"glob": {"include": "a.sql"}}]}, path)
+    assert [lib.include for lib in early.libraries] == ["a.sql"]
     for data, message in [({"name": "p"}, "required field 'storage'"),
-                          ({"name": "p", "storage": "s", "definitions": []}, "'definitions' is "
+                          ({"name": "p", "storage": "s", "targets": []}, "'targets' is "
                            "unexpected"),
+                          ({"name": "p", "storage": "s", "libraries": ["t.sql"]},
+                           "each entry of libraries is `- glob: {include: PATTERN}`"),
                           ({"name": "p", "storage": "s", "configuration": {"a": True}},
                            "strings to strings"),
                           ({"name": "p", "storage": "s",

@@ -47,7 +47,8 @@ def spark_version_problem(version: Optional[str] = None) -> Optional[str]:
 
 
 SPEC_FILE_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
-FIELDS = ("name", "storage", "catalog", "database", "schema", "configuration", "libraries")
+FIELDS = ("name", "storage", "catalog", "database", "schema", "configuration", "libraries",
+          "definitions")         # the early spelling of libraries (Spark 4.1 previews)
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,10 @@ def unpack(data: Any, path: Path) -> Spec:
         raise PipelineError(f"{path}: configuration must map strings to strings (quote "
                             "values such as 'true' and '4')")
     libraries = []
-    for entry in data.get("libraries") or []:
+    if "libraries" in data and "definitions" in data:
+        raise PipelineError(f"{path}: give the globs once, under libraries (definitions is "
+                            "its early spelling).")
+    for entry in data.get("libraries", data.get("definitions")) or []:
         try:
             include = entry["glob"]["include"]
         except (KeyError, TypeError):
