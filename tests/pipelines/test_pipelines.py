@@ -259,3 +259,33 @@ def test_query_of_a_statement():
         == "WITH c AS (SELECT 1 AS x) SELECT * FROM c"
     assert query_of("CREATE MATERIALIZED VIEW v\n-- AS in a comment\nAS\n  SELECT 1;") \
         == "SELECT 1"
+
+
+@needs_pipelines
+def test_command_line_in_the_project_folder(tmp_path):
+    """The example as docs/pipelines.md runs it: `python make_tables.py`, then `viewlet
+    pipelines dry-run` in the project's folder (its own Spark session with the spec's
+    configuration, the spec read without PyYAML when it is absent, the warehouse the spec
+    names), which writes nothing."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "sales"
+    shutil.copytree(EXAMPLE, folder)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+
+    def command(*argv):
+        proc = subprocess.run([sys.executable, *argv], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    command("make_tables.py")
+    before = _files(tmp_path)
+    out = command("-m", "viewlet", "pipelines", "dry-run", "--conf", "spark.ui.enabled=false")
+    assert f"pipeline 'sales' ({folder / 'spark-pipeline.yml'})" in out, out
+    assert f"Viewlet warehouse {folder / 'warehouse'}" in out, out
+    assert "incremental, will create" in line_of(out, "customer_revenue"), out
+    assert "full, will recompute" in line_of(out, "order_amount_median"), out
+    assert _files(tmp_path) == before, "dry-run wrote files"
