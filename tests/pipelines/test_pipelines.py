@@ -289,3 +289,38 @@ def test_command_line_in_the_project_folder(tmp_path):
     assert "incremental, will create" in line_of(out, "customer_revenue"), out
     assert "full, will recompute" in line_of(out, "order_amount_median"), out
     assert _files(tmp_path) == before, "dry-run wrote files"
+
+
+def _project(tmp_path, sql: str):
+    from viewlet.tools.pipelines import spec as specs
+    folder = tmp_path / "p"
+    (folder / "defs").mkdir(parents=True)
+    (folder / "spark-pipeline.yml").write_text(
+        "name: p\nstorage: s\nlibraries:\n  - glob:\n      include: defs/**\n")
+    (folder / "defs" / "views.sql").write_text(sql)
+    spec_path = folder / "spark-pipeline.yml"
+    return spec_path, specs.load(spec_path)
+
+
+@needs_pipelines
+def test_a_cycle_is_refused_naming_its_views(vl, tmp_path):
+    from viewlet.tools.pipelines.spec import PipelineError
+    spec_path, spec = _project(tmp_path, "CREATE MATERIALIZED VIEW cyc_a AS SELECT * FROM cyc_b;\n"
+                                         "CREATE MATERIALIZED VIEW cyc_b AS SELECT * FROM cyc_a;\n")
+    with pytest.raises(PipelineError, match=r"read each other in a cycle: "
+                       r"spark_catalog.default.cyc_a \(reads spark_catalog.default.cyc_b\), "
+                       r"spark_catalog.default.cyc_b \(reads spark_catalog.default.cyc_a\)"):
+        run(vl, spec_path, spec, dry=True)
+
+
+@needs_pipelines
+def test_dry_run_names_a_refused_view_and_skips_its_readers(vl, tmp_path):
+    spec_path, spec = _project(tmp_path, "CREATE MATERIALIZED VIEW cols (x INT) AS SELECT 1 AS x;"
+                                         "\nCREATE MATERIALIZED VIEW reads_cols AS "
+                                         "SELECT x FROM cols;\n")
+    code, out = run(vl, spec_path, spec, dry=True)
+    assert code == 2, out
+    assert "spark_catalog.default.reads_cols: skipped. It reads spark_catalog.default.cols, " \
+        "which did not run" in out, out
+    assert "materialized view spark_catalog.default.cols (defs/views.sql:1): its column list" \
+        in out, out

@@ -185,7 +185,9 @@ class Pipeline:
             return self._walk(dry)
 
     def _walk(self, dry: bool) -> List[Outcome]:
-        done: Dict[Key, Outcome] = {}
+        # a refused view (dry-run goes on past it) counts as done: views reading it are skipped
+        done: Dict[Key, Outcome] = {key(d.identifier): Outcome(d.display, "-", "refused")
+                                    for d in self.views if d.refusal is not None}
         outcomes: List[Outcome] = []
         waits: Dict[Key, Set[Key]] = {key(d.identifier): set() for d in self.views
                                       if d.refusal is None}
@@ -196,15 +198,17 @@ class Pipeline:
                 k = key(d.identifier)
                 if any(dep not in done for dep in waits[k]):
                     continue
-                failed = [dep for dep in waits[k] if done[dep].status.startswith(
-                    ("failed", "skipped"))]
+                failed = [dep for dep in waits[k] if done[dep].status in
+                          ("failed", "skipped", "refused")]
                 if failed:
                     outcome = Outcome(d.display, "-", "skipped",
                                       f"it reads {', '.join('.'.join(f) for f in failed)}, "
-                                      "which failed")
+                                      "which did not run")
                 else:
+                    known = len(waits[k])
                     outcome = self.one(d, dry, waits[k], done)
-                if outcome is None:                 # it found a view it waits for
+                if outcome is None:                 # it found views it reads: order again
+                    progressed = progressed or len(waits[k]) > known
                     continue
                 outcome.notes = list(d.notes)
                 done[k] = outcome
@@ -250,10 +254,9 @@ class Pipeline:
             else:
                 sql, deps = self.reads(d, sql)
             new = deps - waits - {k}
-            if new:                                 # order by what the query reads
+            if new:             # the walk orders it after them (or skips it if one failed)
                 waits.update(new)
-                if any(dep not in done for dep in new):
-                    return None
+                return None
             try:
                 if dry:
                     return self.explain(d, sql, why_full, done)
@@ -262,14 +265,26 @@ class Pipeline:
                 return Outcome(d.display, "-", "failed", _message(e))
 
     def frame_reads(self, frame, d: Dataset) -> Set[Key]:
-        """The pipeline views a DataFrame reads: its plan's relations as written, before
-        analysis (`'UnresolvedRelation [db, t]` in the plan's text)."""
+        """The pipeline views a DataFrame reads. The DataFrame API analyzes each step at
+        once, so its plan holds what the names resolved to, each under a `SubqueryAlias
+        <name>` (a view, a catalog or registered table), and a name still unresolved as
+        `'UnresolvedRelation [db, t]`: both read from the plan's text (a user's alias that
+        equals a view's name only adds an ordering edge)."""
         plan = frame._jdf.queryExecution().logical().toString()
+        names = [m.group(1).split(", ") for m in
+                 re.finditer(r"UnresolvedRelation \[([^\]]*)\]", plan)]
+        names += [re.split(r"`?\.`?", m.group(1).strip("`")) for m in
+                  re.finditer(r"SubqueryAlias (\S+)", plan)]
         deps = set()
-        for match in re.finditer(r"UnresolvedRelation \[([^\]]*)\]", plan):
-            parts = [p.strip().strip("`") for p in match.group(1).split(",")]
+        for parts in names:
+            parts = [p.strip().strip("`") for p in parts if p.strip()]
+            if not parts:
+                continue
             qualified = ([d.context[0], d.context[1]] + parts)[-3:] if len(parts) < 3 else parts
             found = self.by_key.get(key(p or "" for p in qualified))
+            if found is None and len(parts) == 1:   # a Viewlet view: its one-part name
+                found = next((v for v in self.views if v.name.lower() == parts[0].lower()),
+                             None)
             if found is not None and found is not d:
                 deps.add(key(found.identifier))
         return deps
