@@ -132,8 +132,8 @@ def pytest_configure(config):
 # ------------------------------------------------------------ named parts of the suite
 # VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
 #   representative  the other end of the Spark range: the oracle modules' first two cases of
-#                   each test function (their other tests whole), the DDL, JVM and shell
-#                   tests, TPC-H's smallest views
+#                   each test function (their other tests whole), the DDL, JVM, shell and
+#                   pipelines tests, TPC-H's smallest views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
 #                   test (case), TPC-H Q5, Q8, Q21 and Q22a
 ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
@@ -141,6 +141,7 @@ ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_for
                   "test_sql_constructs", "test_windows", "test_top_n", "test_views_over_views",
                   "test_orderbook_nested", "test_replace")
 WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_build",
+                 "test_pipelines",    # pipelines exist from Spark 4.1: only the newest end runs them
                  "test_spark_sql_shell", "test_attach_module", "test_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {

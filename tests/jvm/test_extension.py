@@ -125,6 +125,35 @@ def test_materialized_view_in_a_sql_script_is_a_parse_error(jvm_spark, handler, 
     assert handler.calls == []
 
 
+def test_spark_parses_switch_leaves_a_threads_statements_to_spark(jvm_spark, handler):
+    """ViewletParser.setSparkParses (viewlet pipelines: SDP parses a pipeline's SQL files):
+    while on, this thread's statements are Spark's alone (its own CREATE MATERIALIZED VIEW
+    node on 4.1+, a syntax error before); off again, they are Viewlet's."""
+    import threading
+    parser = jvm_spark._jvm.io.viewlet.spark.ViewletParser
+    statement = "CREATE MATERIALIZED VIEW v AS SELECT 1"
+    parser.setSparkParses(True)
+    try:
+        other = {}
+        thread = threading.Thread(target=lambda: other.update(
+            routed=parser.sparkParses()))      # PySpark pins threads: another JVM thread
+        thread.start()
+        thread.join()
+        assert other == {"routed": False}
+        if _spark_parses_materialized_views(jvm_spark):
+            plan = jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+            assert plan.nodeName() == "CreateMaterializedViewAsSelect"
+        else:
+            with pytest.raises(Exception, match="MATERIALIZED"):
+                jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+        assert handler.calls == []                  # Viewlet never saw it
+    finally:
+        parser.setSparkParses(False)
+    plan = jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+    assert plan.nodeName() != "CreateMaterializedViewAsSelect"   # Viewlet's command again
+    assert ("describe", statement) in handler.calls
+
+
 def test_history_table_function_reads_the_handler(jvm_spark, handler):
     """viewlet_history('v') is DESCRIBE INCREMENTAL VIEW `v` HISTORY as a table."""
     handler.describe_reply = {"columns": [{"name": "batch", "type": "bigint"},

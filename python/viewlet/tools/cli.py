@@ -8,10 +8,12 @@
     viewlet sql [--warehouse DIR] [--print-command] [-e SQL | -f FILE] [spark-sql args...]
     viewlet explain FILE.sql [--warehouse DIR] [--table NAME=PATH]... [--schema tpch|orderbook]
                     [--depth N|unlimited]
+    viewlet pipelines run | dry-run [--spec spark-pipeline.yml] [--warehouse DIR] [--conf K=V]...
 
 Exit status: 0 success, 1 a demo or benchmark check failed (a view differed from its
-recompute), the run failed, or `explain` refused the definition, 2 the environment is missing
-something (Java 17+, tpchgen-cli, the view definitions, a file) or a bad option.
+recompute), the run failed, `explain` refused the definition, or a pipeline's view failed, 2
+the environment is missing something (Java 17+, tpchgen-cli, the view definitions, a file,
+Spark 4.1+ for pipelines), a bad option, or a pipeline project this runner cannot run.
 """
 from __future__ import annotations
 
@@ -103,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("sql", help="Spark's spark-sql shell with Viewlet (runs pyspark's "
                    "bin/spark-sql; `viewlet sql --help` for its options)", add_help=False)
     _explain_parser(sub)
+    _pipelines_parser(sub)
     return ap
 
 
@@ -115,6 +118,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _bench(args, argv)
     if args.command == "explain":
         return _explain(args)
+    if args.command == "pipelines":
+        return _pipelines(args)
     return _demo(args)
 
 
@@ -293,6 +298,56 @@ def _explain(args) -> int:
     except BrokenPipeError:              # e.g. `viewlet explain q.sql | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
+
+
+# -- pipelines -----------------------------------------------------------------------------
+def _conf_option(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
+def _pipelines_parser(sub):
+    p = sub.add_parser(
+        "pipelines", help="run a Spark Declarative Pipelines project's materialized views "
+                          "incrementally (Spark 4.1+)",
+        description="Run the materialized views of a Spark Declarative Pipelines project "
+                    "(spark-pipeline.yml, its SQL and Python files) with Viewlet: the first run "
+                    "creates them, later runs apply only the base tables' changes, in "
+                    "dependency order; a view Viewlet cannot maintain is recomputed in full, "
+                    "as spark-pipelines does, and the output says why. See docs/pipelines.md.")
+    commands = p.add_subparsers(dest="pipelines_command", metavar="COMMAND")
+    commands.required = True
+    for name, text in (("run", "create or refresh every materialized view"),
+                       ("dry-run", "say which views will be incremental and which not (and "
+                                   "why), writing nothing")):
+        c = commands.add_parser(name, help=text, description=text)
+        c.add_argument("--spec", default=None,
+                       help="the pipeline spec (default: spark-pipeline.yml or .yaml in this "
+                            "folder or the nearest parent that has one)")
+        c.add_argument("--warehouse", default=None,
+                       help="Viewlet warehouse (default: the spec's spark.viewlet.warehouse "
+                            "setting, else viewlet/ under its storage root)")
+        c.add_argument("--conf", action="append", default=[], type=_conf_option,
+                       metavar="KEY=VALUE",
+                       help="a Spark setting for the session (repeatable), after the spec's "
+                            "configuration")
+
+
+def _pipelines(args) -> int:
+    from .pipelines.spec import spark_version_problem
+    prog = f"viewlet pipelines {args.pipelines_command}"
+    problem = spark_version_problem()          # first: pyspark 4.0 has no pipelines at all
+    if problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    problem = java_problem()
+    if problem:
+        print(f"{prog}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    from .pipelines.command import main as pipelines_main
+    return pipelines_main(args.pipelines_command, args.spec, args.warehouse, dict(args.conf))
 
 
 # -- bench ---------------------------------------------------------------------------------

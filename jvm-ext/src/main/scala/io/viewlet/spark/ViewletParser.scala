@@ -27,7 +27,8 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
   override def invoke(proxy: AnyRef, method: Method, args: Array[AnyRef]): AnyRef = {
     val name = method.getName
     // parsePlan and parsePlanWithParameters (newer Sparks) both take the statement text first.
-    if (name.startsWith("parsePlan") && args != null && args.nonEmpty) args(0) match {
+    if (name.startsWith("parsePlan") && args != null && args.nonEmpty &&
+        !ViewletParser.sparkParses) args(0) match {
       case sql: String if ViewletParser.isViewletStatement(sql) =>
         return ViewletStatement.plan(ViewletParser.statementText(sql))
       case sql: String if ViewletRelations.maybeTableStatement(sql) =>
@@ -50,7 +51,7 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
         case e: InvocationTargetException => throw e.getCause
       }
     parsed match {
-      case plan: LogicalPlan if name.startsWith("parsePlan") =>
+      case plan: LogicalPlan if name.startsWith("parsePlan") && !ViewletParser.sparkParses =>
         ViewletParser.nestedPipelineView(plan).foreach { node =>
           throw ViewletParser.nestedStatementError(args(0).asInstanceOf[String], node)
         }
@@ -69,6 +70,20 @@ object ViewletParser {
   private val ExplainModes = Set("LOGICAL", "FORMATTED", "EXTENDED", "CODEGEN", "COST")
   // Spark 4.1+'s plan node of its own CREATE MATERIALIZED VIEW (absent before: found by name).
   private val PipelineView = "CreateMaterializedViewAsSelect"
+
+  /**
+   * While set on a thread, every statement that thread parses is Spark's alone: `viewlet
+   * pipelines` has Spark's Declarative Pipelines code (SqlGraphRegistrationContext) parse a
+   * pipeline's SQL files in a Viewlet session, where CREATE MATERIALIZED VIEW must come back
+   * as Spark's pipeline dataset, not as a Viewlet statement. Thread-local: PySpark pins each
+   * Python thread to a JVM thread, so other threads' statements stay Viewlet's meanwhile.
+   */
+  private val sparkParsing: ThreadLocal[java.lang.Boolean] =
+    ThreadLocal.withInitial[java.lang.Boolean](() => java.lang.Boolean.FALSE)
+
+  def sparkParses: Boolean = sparkParsing.get().booleanValue()
+
+  def setSparkParses(on: Boolean): Unit = sparkParsing.set(java.lang.Boolean.valueOf(on))
 
   def wrap(delegate: ParserInterface): ParserInterface =
     Proxy.newProxyInstance(
