@@ -140,7 +140,8 @@ ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_for
                   "test_select_subqueries", "test_multisets", "test_more_sql",
                   "test_sql_constructs", "test_windows", "test_top_n", "test_views_over_views",
                   "test_orderbook_nested", "test_replace")
-WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_build",
+WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_delta_hint",
+                 "test_build",
                  "test_pipelines",    # pipelines exist from Spark 4.1: only the newest end runs them
                  "test_spark_sql_shell", "test_attach_module", "test_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)

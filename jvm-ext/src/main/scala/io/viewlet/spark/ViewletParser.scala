@@ -5,6 +5,7 @@ import java.util.Locale
 
 import scala.collection.mutable.ArrayBuffer
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.parser.{ParseException, ParserInterface}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SingleStatement}
 import org.apache.spark.sql.execution.command.ExplainCommand
@@ -21,8 +22,12 @@ import org.apache.spark.sql.execution.command.ExplainCommand
  * runs only inside a pipeline). Viewlet's statements are decided on the text before Spark sees
  * it, so in a Viewlet session they are Viewlet's; Spark's node can only come from a statement
  * nested where the text check does not look (a SQL script), and is refused (nestedPipelineView).
+ *
+ * In a session without delta-spark, Delta statements (CREATE TABLE ... USING delta, writes to
+ * Delta tables, Delta Lake's own SQL) fail with what to do instead (ViewletDeltaHint).
  */
-class ViewletParser private (delegate: ParserInterface) extends InvocationHandler {
+class ViewletParser private (session: SparkSession, delegate: ParserInterface)
+  extends InvocationHandler {
 
   override def invoke(proxy: AnyRef, method: Method, args: Array[AnyRef]): AnyRef = {
     val name = method.getName
@@ -48,16 +53,39 @@ class ViewletParser private (delegate: ParserInterface) extends InvocationHandle
     val parsed =
       try method.invoke(delegate, (if (args == null) Array.empty[AnyRef] else args): _*)
       catch {
-        case e: InvocationTargetException => throw e.getCause
+        case e: InvocationTargetException => e.getCause match {
+          case p: ParseException if name.startsWith("parsePlan") => throw deltaHint(args(0), p)
+          case other => throw other
+        }
       }
     parsed match {
       case plan: LogicalPlan if name.startsWith("parsePlan") && !ViewletParser.sparkParses =>
         ViewletParser.nestedPipelineView(plan).foreach { node =>
           throw ViewletParser.nestedStatementError(args(0).asInstanceOf[String], node)
         }
-        ViewletRelations.rewrite(plan)
+        needsDeltaSpark(plan).getOrElse(ViewletRelations.rewrite(plan))
       case other => other
     }
+  }
+
+  /** A Delta statement (CREATE TABLE ... USING delta, a write to a Delta table) in a session
+   * without delta-spark: a ViewletFailure that analysis throws (ViewletDeltaHint). */
+  private def needsDeltaSpark(plan: LogicalPlan): Option[LogicalPlan] =
+    if (session == null || ViewletDeltaHint.deltaSparkIn(session)) None
+    else ViewletDeltaHint.needsDeltaSpark(session, plan).map { what =>
+      ViewletFailure(new ViewletException(ViewletDeltaHint.message(what)))
+    }
+
+  /** Spark's syntax error, or, for Delta's own statement in a session without delta-spark,
+   * one that says what is missing. */
+  private def deltaHint(text: AnyRef, error: ParseException): ParseException = text match {
+    case sql: String if session != null =>
+      ViewletDeltaHint.deltaStatement(sql) match {
+        case Some(statement) if !ViewletDeltaHint.deltaSparkIn(session) =>
+          ViewletDeltaHint.parseError(sql, statement)
+        case _ => error
+      }
+    case _ => error
   }
 }
 
@@ -85,11 +113,11 @@ object ViewletParser {
 
   def setSparkParses(on: Boolean): Unit = sparkParsing.set(java.lang.Boolean.valueOf(on))
 
-  def wrap(delegate: ParserInterface): ParserInterface =
+  def wrap(session: SparkSession, delegate: ParserInterface): ParserInterface =
     Proxy.newProxyInstance(
       classOf[ParserInterface].getClassLoader,
       Array[Class[_]](classOf[ParserInterface]),
-      new ViewletParser(delegate)).asInstanceOf[ParserInterface]
+      new ViewletParser(session, delegate)).asInstanceOf[ParserInterface]
 
   /**
    * True when the statement is Viewlet's: `<verb> INCREMENTAL|MATERIALIZED VIEW[S] ...`,
