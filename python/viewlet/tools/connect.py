@@ -22,6 +22,7 @@ ADDRESS_CONF = "spark.connect.grpc.binding.address"
 DEFAULT_PORT = 15002              # Spark's own default
 DEFAULT_HOST = "127.0.0.1"        # loopback: Spark's default (every interface) is opt-in here
 ATTACH_CONF = "spark.viewlet.attach"
+SUPPORTED = ">=4.0.1,<4.4"        # the pyspark range Viewlet supports (setup.py)
 # a server's warnings belong in its log; at INFO (spark-submit's default) they flood it
 SERVER_LOG_LEVEL = "WARN"
 STACKTRACE_CONF = "spark.sql.connect.serverStacktrace.enabled"
@@ -38,15 +39,19 @@ def spark_home() -> Path:
     except ImportError:
         raise ConnectUnavailable("pyspark is not installed in this Python "
                                  f"({sys.executable}): pip install viewlet") from None
-    home = Path(pyspark.__file__).resolve().parent
+    return checked_home(Path(pyspark.__file__).resolve().parent, pyspark.__version__)
+
+
+def checked_home(home: Path, version: str) -> Path:
+    """`home`, a pyspark directory, if it can run a Connect server."""
+    remedy = ("A Connect server needs the full pyspark from PyPI: pip install "
+              f"'pyspark[connect]{SUPPORTED}' (the pyspark-client package is a client only).")
     if not (home / "bin" / "spark-submit").is_file():
-        raise ConnectUnavailable(f"this pyspark has no bin/spark-submit ({home}); reinstall "
-                                 "pyspark from PyPI (pip install --force-reinstall pyspark).")
+        raise ConnectUnavailable(f"this pyspark {version} has no bin/spark-submit in {home}. "
+                                 + remedy)
     if not list((home / "jars").glob("spark-connect_*.jar")):
-        raise ConnectUnavailable(
-            f"this pyspark {pyspark.__version__} has no Spark Connect server classes "
-            f"(no spark-connect_*.jar in {home}/jars). Install the full pyspark from PyPI "
-            "(pip install 'pyspark[connect]>=4.0'; the pyspark-client package is a client only).")
+        raise ConnectUnavailable(f"this pyspark {version} has no Spark Connect server classes "
+                                 f"(no spark-connect_*.jar in {home}/jars). " + remedy)
     return home
 
 
