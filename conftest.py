@@ -132,8 +132,8 @@ def pytest_configure(config):
 # ------------------------------------------------------------ named parts of the suite
 # VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
 #   representative  the other end of the Spark range: the oracle modules' first two cases of
-#                   each test function (their other tests whole), the DDL, JVM and shell
-#                   tests, TPC-H's smallest views
+#                   each test function (their other tests whole), the DDL, JVM, shell and
+#                   Spark Connect tests, TPC-H's smallest views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
 #                   test (case), TPC-H Q5, Q8, Q21 and Q22a
 ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
@@ -141,7 +141,8 @@ ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_for
                   "test_sql_constructs", "test_windows", "test_top_n", "test_views_over_views",
                   "test_orderbook_nested", "test_replace")
 WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_build",
-                 "test_spark_sql_shell", "test_attach_module", "test_launcher")
+                 "test_spark_sql_shell", "test_attach_module", "test_launcher", "test_connect",
+                 "test_connect_disconnect", "test_connect_local", "test_connect_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {
     "representative": (2, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
