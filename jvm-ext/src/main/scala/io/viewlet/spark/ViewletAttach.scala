@@ -18,7 +18,7 @@ import org.apache.spark.sql.SparkSession
  * nothing is started (spark.viewlet.attach=auto, the default).
  */
 object ViewletAttach {
-  val ProtocolVersion = 2
+  val ProtocolVersion = 3
   val AttachConf = "spark.viewlet.attach"
   val PythonConf = "spark.viewlet.python"
   val TimeoutConf = "spark.viewlet.attach.timeoutSeconds"
