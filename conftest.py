@@ -142,7 +142,8 @@ ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_for
                   "test_orderbook_nested", "test_replace")
 WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_build",
                  "test_spark_sql_shell", "test_attach_module", "test_launcher", "test_connect",
-                 "test_connect_disconnect", "test_connect_local", "test_connect_launcher")
+                 "test_connect_disconnect", "test_connect_interrupt", "test_connect_local",
+                 "test_connect_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {
     "representative": (2, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
