@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 300          # a JVM start on a busy 2-core machine: 20-60 s seen
 STOP_TIMEOUT = 60
+WAIT = 300                   # for a statement to reach a point, or to end
 
 
 def connect_client_or_skip():
@@ -104,3 +105,12 @@ class Server:
     def client(self):
         """A new Connect session (its own session id) to this server."""
         return connect_client_or_skip().builder.remote(self.url).create()
+
+
+def wait_for(condition, what: str, timeout: float = WAIT):
+    """Returns once condition() holds; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)

@@ -189,7 +189,6 @@ def test_enable_returns_a_handle_that_sends_sql(spark, server, tables, created):
 def test_clients_each_with_a_session_do_not_interfere(server, tables):
     """Two clients create and refresh their own views at the same time, over their own
     tables; then both refresh one shared view at once: one batch, applied once."""
-    RemoteSparkSession = connect_client_or_skip()  # noqa: N806
     clients = [server.client(), server.client()]
     try:
         assert clients[0].session_id != clients[1].session_id

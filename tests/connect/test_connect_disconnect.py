@@ -9,20 +9,16 @@ committed once: the manifest makes batches exactly-once whoever is connected.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 from deltalake import write_deltalake
 
-from .server import Server, connect_client_or_skip, server_or_skip, server_env
-
-WAIT = 300
+from .server import WAIT, Server, connect_client_or_skip, server_env, server_or_skip, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +31,6 @@ def held_server(tmp_path_factory):
     s.base, s.pause = base, pause
     yield s
     s.stop()
-
-
-def wait_for(condition, what: str, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_client_killed_mid_refresh_leaves_the_batch_whole(held_server):

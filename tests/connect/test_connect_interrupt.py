@@ -15,8 +15,7 @@ import pytest
 from chispa import assert_df_equality
 from deltalake import write_deltalake
 
-from .server import Server, connect_client_or_skip, server_or_skip
-from .test_connect_disconnect import WAIT, wait_for
+from .server import WAIT, Server, connect_client_or_skip, server_or_skip, wait_for
 
 
 @pytest.fixture(scope="module")
