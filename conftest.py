@@ -133,7 +133,7 @@ def pytest_configure(config):
 # VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
 #   representative  the other end of the Spark range: the oracle modules' first two cases of
 #                   each test function (their other tests whole), the DDL, JVM, shell and
-#                   pipelines tests, TPC-H's smallest views
+#                   pipelines and Spark Connect tests, TPC-H's smallest views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
 #                   test (case), TPC-H Q5, Q8, Q21 and Q22a
 ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
@@ -143,7 +143,9 @@ ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_for
 WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_delta_hint",
                  "test_build",
                  "test_pipelines",    # pipelines exist from Spark 4.1: only the newest end runs them
-                 "test_spark_sql_shell", "test_attach_module", "test_launcher")
+                 "test_spark_sql_shell", "test_attach_module", "test_launcher", "test_connect",
+                 "test_connect_disconnect", "test_connect_interrupt", "test_connect_local",
+                 "test_connect_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {
     "representative": (2, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
