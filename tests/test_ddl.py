@@ -35,6 +35,14 @@ Q = "SELECT k, COUNT(*) AS n FROM t GROUP BY k"
     ("ALTER INCREMENTAL VIEW mv ADD SCHEDULE EVERY 1 HOUR", "alter", "mv",
      {"schedule": "add", "refresh": 3600.0}),
     ("ALTER INCREMENTAL VIEW mv SET REFRESH EVERY '2 days'", "alter", "mv", {"refresh": 172800.0}),
+    (f"CREATE MATERIALIZED VIEW mv REFRESH POLICY AUTO AS {Q}", "create", "mv",
+     {"refresh_policy": "AUTO"}),
+    (f"CREATE MATERIALIZED VIEW mv SCHEDULE EVERY 1 HOUR REFRESH POLICY incremental strict AS {Q}",
+     "create", "mv", {"refresh": 3600.0, "refresh_policy": "INCREMENTAL STRICT"}),
+    (f"CREATE MATERIALIZED VIEW mv REFRESH POLICY INCREMENTAL WITH (engine = 'local') AS {Q}",
+     "create", "mv", {"refresh_policy": "INCREMENTAL", "engine": "local"}),
+    (f"CREATE MATERIALIZED VIEW mv REFRESH POLICY FULL AS {Q}", "create", "mv",
+     {"refresh_policy": "FULL"}),
 ])
 def test_databricks_spellings(text, kind, name, options):
     st = ddl.parse(text)
@@ -51,6 +59,24 @@ def test_create_or_refresh():
         ddl.parse(f"CREATE OR REFRESH MATERIALIZED VIEW IF NOT EXISTS mv AS {Q}")
 
 
+def test_explain_create_is_the_create_statement_explained():
+    st = ddl.parse(f"EXPLAIN /* c */ CREATE OR REFRESH MATERIALIZED VIEW mv WITH (depth = 1) "
+                   f"AS {Q};")
+    assert (st.kind, st.name, st.options, st.query) == ("explain", "mv", {"depth": 1}, Q)
+    text = f"explain create incremental view v as {Q}"
+    st = ddl.parse(text)
+    assert st.kind == "explain" and text[st.query_offset:] == Q    # error positions shift by it
+    assert ddl.parse("EXPLAIN MATERIALIZED VIEW mv").query is None
+
+
+@pytest.mark.parametrize("mode", ["EXTENDED", "formatted", "CODEGEN", "COST", "LOGICAL"])
+def test_explain_modes_of_create_are_refused_with_the_remedy(mode):
+    with pytest.raises(ViewletParseError, match=f"EXPLAIN {mode.upper()} is Spark's.*write "
+                                                r"EXPLAIN CREATE \.\.\. without it") as err:
+        ddl.parse(f"EXPLAIN {mode} CREATE MATERIALIZED VIEW mv AS {Q}")
+    assert err.value.position == len("EXPLAIN ")
+
+
 @pytest.mark.parametrize("text, message", [
     (f"CREATE MATERIALIZED VIEW mv SCHEDULE CRON '0 0 * * *' AS {Q}", "SCHEDULE CRON is not supported"),
     (f"CREATE MATERIALIZED VIEW mv SCHEDULE EVERY 0 HOURS AS {Q}", "positive whole number"),
@@ -60,6 +86,9 @@ def test_create_or_refresh():
     (f"CREATE MATERIALIZED VIEW mv COMMENT 'x' AS {Q}", "clauses before AS are WITH"),
     ("ALTER MATERIALIZED VIEW mv SCHEDULE EVERY 1 HOUR", "Expected SET REFRESH, ADD SCHEDULE"),
     ("CREATE TEMPORARY VIEW v AS SELECT 1", "Expected INCREMENTAL or MATERIALIZED"),
+    (f"CREATE MATERIALIZED VIEW mv REFRESH POLICY SOMETIMES AS {Q}",
+     "Expected a refresh policy .AUTO, INCREMENTAL, INCREMENTAL STRICT, FULL."),
+    (f"CREATE MATERIALIZED VIEW mv REFRESH EVERY 1 HOUR AS {Q}", "Expected POLICY"),
 ])
 def test_schedule_and_clause_errors(text, message):
     with pytest.raises(ViewletParseError, match=message):

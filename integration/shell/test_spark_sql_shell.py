@@ -6,7 +6,8 @@ three launches in order (create, refresh after appends, refresh after a delete);
 compares the view's printed rows with the aggregate computed by pyarrow over the same Delta
 data. A fourth launch checks the attach error for a Python without Viewlet, a fifth runs a
 script written for Databricks (MATERIALIZED VIEW, SCHEDULE, FULL, viewlet_history) ending in
-a table Viewlet does not know.
+a table Viewlet does not know, a sixth writes Delta tables with Spark SQL in a shell started
+without --delta.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def view_sql(table: str) -> str:
             f"FROM delta.`{table}` WHERE v > 0 GROUP BY k")
 
 
-SELECT_ROWS = "SELECT 'row', k, s, n FROM totals ORDER BY k"
+SELECT_ROWS = "SELECT 'row' AS tag, k, s, n FROM totals ORDER BY k"
 
 
 def expected_rows(table: str):
@@ -114,7 +115,7 @@ def refreshed_from_stdin(place, refreshed_from_file):
     The first statement reads the view: a name Spark does not know attaches Python too."""
     before = expected_rows(place["table"])
     DeltaTable(place["table"]).delete("v = 20")
-    stdin = (f"SELECT 'before', k, s, n FROM totals ORDER BY k;\n"
+    stdin = (f"SELECT 'before' AS tag, k, s, n FROM totals ORDER BY k;\n"
              f"REFRESH INCREMENTAL VIEW totals;\n{SELECT_ROWS};\n"
              "DESCRIBE INCREMENTAL VIEW totals HISTORY;\n")
     # Viewlet's JVM side logs through Spark's log4j: turned up to INFO for its package only.
@@ -221,8 +222,8 @@ def databricks_statements(place, refreshed_from_stdin):
         f"  SELECT k, COUNT(*) AS n FROM delta.`{place['table']}` GROUP BY k;\n"
         "ALTER MATERIALIZED VIEW mv_counts DROP SCHEDULE;\n"
         "REFRESH MATERIALIZED VIEW mv_counts FULL;\n"
-        "SELECT 'hist', batch, status, message FROM viewlet_history('mv_counts');\n"
-        "SELECT 'mvrow', k, n FROM mv_counts ORDER BY k;\n"
+        "SELECT 'hist' AS tag, batch, status, message FROM viewlet_history('mv_counts');\n"
+        "SELECT 'mvrow' AS tag, k, n FROM mv_counts ORDER BY k;\n"
         "EXPLAIN MATERIALIZED VIEW mv_counts;\n"
         "DROP MATERIALIZED VIEW mv_counts;\n"
         "CREATE MATERIALIZED VIEW mv_missing AS SELECT k FROM no_such_table;\n")
@@ -251,3 +252,39 @@ def test_missing_table_error_offers_sql(databricks_statements):
     assert "Table 'no_such_table' not found" in res.stderr
     assert "in SQL, write the table's path as delta.`/path/to/no_such_table`" in res.stderr
     assert_clean(res.stderr)
+
+
+@pytest.fixture(scope="module")
+def without_delta(place, databricks_statements):
+    """Launch 6, `viewlet sql -e` without --delta: a read of the Delta table by path, then
+    statements that need delta-spark (hive.cli.errors.ignore: the shell goes on after each
+    failure, so one launch shows them all), then a last query."""
+    table = place["table"]
+    statements = [f"SELECT 'count' AS tag, COUNT(*) FROM delta.`{table}`",
+                  "CREATE TABLE sales (k BIGINT) USING delta",
+                  f"INSERT INTO delta.`{table}` VALUES (9, 9)",
+                  f"VACUUM delta.`{table}`",
+                  "SELECT 'after' AS tag, 1"]
+    version = DeltaTable(table).version()
+    rows = DeltaTable(table).to_pyarrow_table().num_rows
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS,
+                       "--hiveconf", "hive.cli.errors.ignore=true",
+                       "-e", ";\n".join(statements)], cwd=place["cwd"])
+    return res, version, rows
+
+
+def test_delta_writes_without_delta_name_the_remedy(place, without_delta):
+    res, version, rows = without_delta
+    assert printed_rows(res.stdout, "count") == [(str(rows),)], res.stderr[-3000:]
+    assert printed_rows(res.stdout, "after") == [("1",)]
+    needs = ("needs Delta Lake's Spark extension (delta-spark), which this Spark session does "
+             "not have. In the spark-sql shell, start it with 'viewlet sql --delta'; in PySpark, "
+             "build the session with viewlet.configure_spark(builder, ..., delta_spark=True)")
+    for what in ["CREATE TABLE sales ... USING delta",
+                 f"INSERT INTO delta.`{place['table']}` (a Delta table)",
+                 "VACUUM (Delta Lake's SQL)"]:
+        assert f"{what} {needs}" in res.stderr, res.stderr[-3000:]
+    assert "DATA_SOURCE_NOT_FOUND" not in res.stderr
+    assert "TABLE_OR_VIEW_NOT_FOUND" not in res.stderr
+    assert_clean(res.stderr)
+    assert DeltaTable(place["table"]).version() == version     # nothing was written

@@ -343,8 +343,11 @@ def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
         "MERGE INTO sales t USING (SELECT 'east' AS region, 7.00 AS amount) s "
         "ON t.region = s.region WHEN NOT MATCHED THEN INSERT *",
         "REFRESH INCREMENTAL VIEW by_region",
-        "SELECT 'view', region, total, n FROM by_region ORDER BY region",
-        "SELECT 'spark', region, SUM(amount), COUNT(*) FROM sales GROUP BY region ORDER BY region",
+        # tagged by alias: `viewlet sql` prints column names above each result, and a tag must
+        # not be a header's first column (CREATE's and REFRESH's begin with `view`)
+        "SELECT 'vrow' AS tag, region, total, n FROM by_region ORDER BY region",
+        "SELECT 'srow' AS tag, region, SUM(amount), COUNT(*) FROM sales GROUP BY region "
+        "ORDER BY region",
         "SHOW TABLES",
         "DESCRIBE HISTORY by_region",
     ]
@@ -355,8 +358,8 @@ def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     lines = [line.split("\t") for line in res.stdout.splitlines()]
-    rows = {tag: [line[1:] for line in lines if line[0] == tag] for tag in ("view", "spark")}
-    assert rows["view"] == rows["spark"] and len(rows["view"]) == 3, res.stdout
+    rows = {tag: [line[1:] for line in lines if line[0] == tag] for tag in ("vrow", "srow")}
+    assert rows["vrow"] == rows["srow"] and len(rows["vrow"]) == 3, res.stdout
     assert ["by_region"] in lines and ["sales"] in lines, res.stdout    # SHOW TABLES
     # Delta's history of the view: its versions, newest first, with their operations
     versions = [int(line[0]) for line in lines if len(line) > 5 and line[0].isdigit()]

@@ -109,10 +109,13 @@ def test_the_shell_runs_viewlet_statements(tmp_path):
     table = str(tmp_path / "t")
     write_deltalake(table, pa.table({"a": [1, 1, 2], "b": [3, 4, 5]}),
                     configuration={"delta.enableChangeDataFeed": "true"})
-    statements = (f"CREATE INCREMENTAL VIEW s AS SELECT a, SUM(b) AS sb FROM delta.`{table}` GROUP BY a;"
-                  " SELECT a, sb FROM s ORDER BY a;")
+    statements = (f"CREATE INCREMENTAL VIEW s AS SELECT a,\n SUM(b) AS sb\nFROM delta.`{table}`"
+                  "\nGROUP BY a;\nSELECT a, sb FROM s ORDER BY a;\nSHOW INCREMENTAL VIEWS;")
     out = subprocess.run(["viewlet", "sql", "--warehouse", str(tmp_path / "wh"), "-e", statements],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
     rows = [line.split("\t") for line in out.stdout.splitlines() if "\t" in line]
-    assert ["1", "7"] in rows and ["2", "5"] in rows, out.stdout
+    assert ["a", "sb"] in rows and ["1", "7"] in rows and ["2", "5"] in rows, out.stdout
+    # SHOW: a header, then one line per view (the query's line breaks as spaces)
+    header = rows.index(["view", "depth", "tables", "batch", "query", "refresh", "last_error"])
+    assert rows[header + 1][0] == "s" and rows[header + 1][4].startswith("SELECT a, SUM(b)"), rows

@@ -65,6 +65,12 @@ class FakeHandler:
             raise self.execute_reply
         return json.dumps(self.execute_reply)
 
+    def executeStatement(self, statement_id, text):  # noqa: N802 (Java interface name)
+        return self.execute(text)
+
+    def cancelStatement(self, statement_id, reason):  # noqa: N802 (Java interface name)
+        self.calls.append(("cancel", (statement_id, reason)))
+
     def resolveRelation(self, ident_json):  # noqa: N802 (Java interface name)
         parts = tuple(json.loads(ident_json))
         self.calls.append(("resolve", parts))

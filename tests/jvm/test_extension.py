@@ -53,6 +53,12 @@ def test_ddl_routed_with_schema_and_rows(jvm_spark, handler):
         "DROP MATERIALIZED VIEW IF EXISTS v",
         "ALTER MATERIALIZED VIEW v ADD SCHEDULE EVERY 2 HOURS",
         "SHOW MATERIALIZED VIEWS",
+        # Spark 4.1+ parses these itself (Declarative Pipelines) when Viewlet does not claim them
+        "EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT 1",
+        "explain create or refresh materialized view v as select 1",
+        "EXPLAIN EXTENDED CREATE MATERIALIZED VIEW v AS SELECT 1",
+        "CREATE /* c */ MATERIALIZED -- d\n VIEW v AS SELECT 1",
+        "EXPLAIN/**/CREATE INCREMENTAL VIEW v AS SELECT 1",
     ],
 )
 def test_every_statement_kind_is_routed(jvm_spark, handler, sql):
@@ -81,6 +87,71 @@ def test_statement_detection(jvm_spark):
     assert parser.isViewletStatement("CREATE OR REFRESH MATERIALIZED VIEW v AS SELECT 1")
     assert not parser.isViewletStatement("CREATE OR REFRESH VIEW v AS SELECT 1")
     assert not parser.isViewletStatement("REFRESH TABLE materialized")
+    assert parser.isViewletStatement("EXPLAIN COST create materialized view v AS SELECT 1")
+    assert parser.isViewletStatement("CREATE/* c */MATERIALIZED VIEW`v` AS SELECT 1")
+    assert not parser.isViewletStatement("EXPLAIN CREATE VIEW v AS SELECT 1")
+    assert not parser.isViewletStatement("EXPLAIN SELECT 'CREATE MATERIALIZED VIEW v'")
+    assert not parser.isViewletStatement("EXPLAIN EXTENDED INCREMENTAL VIEW v")
+    assert not parser.isViewletStatement("CREATE MATERIALIZED_VIEW v AS SELECT 1")
+
+
+def _spark_parses_materialized_views(spark):
+    """Spark 4.1+ has its own CREATE MATERIALIZED VIEW (Declarative Pipelines)."""
+    try:
+        spark._jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.catalyst.plans.logical.CreateMaterializedViewAsSelect")
+        return True
+    except Exception:  # noqa: BLE001 - py4j's error for ClassNotFoundException
+        return False
+
+
+@pytest.mark.parametrize("script", [
+    "BEGIN CREATE MATERIALIZED VIEW v AS SELECT 1; END",
+    "BEGIN IF 1 = 1 THEN EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT 1; END IF; END",
+])
+def test_materialized_view_in_a_sql_script_is_a_parse_error(jvm_spark, handler, script):
+    """Viewlet's statements are decided on a statement's text, so one nested in a SQL script
+    is Spark's: a syntax error before 4.1, and on 4.1+ Viewlet's error, not Spark's
+    pipeline-dataset refusal."""
+    with pytest.raises(ParseException) as err:
+        jvm_spark.sql(script).collect()
+    message = str(err.value)
+    if _spark_parses_materialized_views(jvm_spark):
+        assert message.startswith("Viewlet's CREATE MATERIALIZED VIEW runs as a statement of its "
+                                  "own (one spark.sql call), not inside a SQL script")
+        assert "CREATE_PIPELINE_DATASET" not in message
+    else:
+        assert "Syntax error at or near 'MATERIALIZED'" in message
+    assert handler.calls == []
+
+
+def test_spark_parses_switch_leaves_a_threads_statements_to_spark(jvm_spark, handler):
+    """ViewletParser.setSparkParses (viewlet pipelines: SDP parses a pipeline's SQL files):
+    while on, this thread's statements are Spark's alone (its own CREATE MATERIALIZED VIEW
+    node on 4.1+, a syntax error before); off again, they are Viewlet's."""
+    import threading
+    parser = jvm_spark._jvm.io.viewlet.spark.ViewletParser
+    statement = "CREATE MATERIALIZED VIEW v AS SELECT 1"
+    parser.setSparkParses(True)
+    try:
+        other = {}
+        thread = threading.Thread(target=lambda: other.update(
+            routed=parser.sparkParses()))      # PySpark pins threads: another JVM thread
+        thread.start()
+        thread.join()
+        assert other == {"routed": False}
+        if _spark_parses_materialized_views(jvm_spark):
+            plan = jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+            assert plan.nodeName() == "CreateMaterializedViewAsSelect"
+        else:
+            with pytest.raises(Exception, match="MATERIALIZED"):
+                jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+        assert handler.calls == []                  # Viewlet never saw it
+    finally:
+        parser.setSparkParses(False)
+    plan = jvm_spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
+    assert plan.nodeName() != "CreateMaterializedViewAsSelect"   # Viewlet's command again
+    assert ("describe", statement) in handler.calls
 
 
 def test_history_table_function_reads_the_handler(jvm_spark, handler):

@@ -76,8 +76,12 @@ def test_ddl_statements(spark, vl, work):
     assert row.status == "exists"
     with pytest.raises(AnalysisException, match="already exists"):
         spark.sql(f"CREATE INCREMENTAL VIEW lc_v AS {QUERY}")
+    spark.sql(f"CREATE INCREMENTAL VIEW lc_lines AS SELECT r.a,\n  COUNT(*) AS n\nFROM r\nGROUP BY r.a")
     shown = {r.view: r for r in spark.sql("SHOW INCREMENTAL VIEWS").collect()}
     assert shown["lc_v"].depth.startswith("1")
+    # a row per view, on one line in the shell: the query's line breaks as spaces
+    assert shown["lc_lines"].query == "SELECT r.a, COUNT(*) AS n FROM r GROUP BY r.a"
+    spark.sql("DROP INCREMENTAL VIEW lc_lines")
     described = spark.sql("DESCRIBE INCREMENTAL VIEW lc_v").collect()
     assert any(r.section == "table" and "watermark version" in r.value for r in described)
     plan = explain_parts(spark, "lc_v")[0]

@@ -19,7 +19,7 @@ import signal
 import sys
 
 # The attach protocol this module speaks; the jar's ViewletAttach.ProtocolVersion must match.
-PROTOCOL = 2
+PROTOCOL = 3
 EXIT_FAILED = 2
 ATTACH_CLASS = "io.viewlet.spark.ViewletAttach"
 

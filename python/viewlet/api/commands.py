@@ -1,13 +1,15 @@
 """Running a parsed Viewlet statement against a context: rows for Spark to return."""
 from __future__ import annotations
 
-from typing import List, Sequence
+from contextlib import contextmanager
+from typing import List, Optional, Sequence
 
 from .ddl import OUTPUTS, Statement
 from ..errors import ViewletError
 from .explain import depth_text, describe_rows, explain_execution, explain_program
 from ..engine.state.catalog import Entry
 from ..engine.state.history import history_rows
+from ..engine.state.program import compile_definition
 from ..engine.ops.rebuild import NewDefinition
 from ..engine.ops.replace import replace_view
 from ..engine.ops.results import Created
@@ -17,14 +19,21 @@ from ..engine.state.settings import interval_text
 DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")
 
 
+@contextmanager
+def _query_positions(st: Statement):
+    """Errors positioned in the statement's query, positioned in the statement."""
+    try:
+        yield
+    except ViewletError as e:
+        if e.position is not None:
+            e.position += st.query_offset
+        raise
+
+
 def run(ctx, st: Statement) -> List[Sequence]:
     if st.kind == "create":
-        try:
+        with _query_positions(st):
             r = _create(ctx, st)
-        except ViewletError as e:
-            if e.position is not None:  # positions in the query -> positions in the statement
-                e.position += st.query_offset
-            raise
     elif st.kind == "drop":
         r = ctx.drop_view(st.name, st.if_exists)
     elif st.kind == "refresh":
@@ -39,13 +48,17 @@ def run(ctx, st: Statement) -> List[Sequence]:
             tables = ", ".join(t.display + (" (incremental view)" if t.view else "")
                                for t in view.compiled.spec.tables.values())
             mode, error = _refresh_state(ctx, e)
+            # one line per view: a query's line breaks would split its row in the shell
             rows.append((e.name, depth_text(e.definition.depth), tables, last.batch,
-                         e.definition.sql, mode, error))
+                         " ".join(e.definition.sql.split()), mode, error))
         return rows
     elif st.kind == "describe":
         return view_description(ctx, ctx.load(st.name))
     elif st.kind == "history":
         return history_rows(ctx.load(st.name), st.options.get("limit"))
+    elif st.kind == "explain" and st.query is not None:
+        with _query_positions(st):
+            return explain_definition_rows(ctx, st)
     elif st.kind == "explain":
         return explain_rows(ctx.load(st.name))
     else:
@@ -60,6 +73,19 @@ def explain_rows(view) -> List[Sequence]:
                            view.compiled.spec) + "\n\n" + \
         explain_execution(view)
     return [(line,) for line in text.split("\n")]
+
+
+NOT_CREATED = "Not created: EXPLAIN CREATE compiles the definition only."
+
+
+def explain_definition_rows(ctx, st: Statement) -> List[Sequence]:
+    """EXPLAIN CREATE ...'s rows: the trigger program of the definition, compiled against
+    the tables' current schemas as CREATE would (EXPLAIN INCREMENTAL VIEW's first part once
+    the view exists); no map is loaded and no table is written."""
+    compiled = compile_definition(st.query, ctx.resolver(), st.options.get("depth"),
+                                  st.options.get("caches", False))
+    text = explain_program(st.name, st.query, compiled.program, compiled.spec)
+    return [(line,) for line in text.split("\n")] + [("",), (NOT_CREATED,)]
 
 
 def _create(ctx, st: Statement):
@@ -94,7 +120,12 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
             wanted == _settings_of(definition):
         r = ctx.refresh(entry.name)
         return Created(entry.name, r.status, len(definition.maps), r.rows_changed, r.seconds)
-    return _replace(ctx, entry, st)
+    have = _settings_of(definition)
+    changed = [k for k in DEFINITION_OPTIONS if wanted[k] != have[k]]
+    reason = "CREATE OR REFRESH with a new " + \
+        ("query" if " ".join(st.query.split()) != " ".join(definition.sql.split())
+         else "setting of " + ", ".join(changed))
+    return _replace(ctx, entry, st, reason)
 
 
 def _settings_of(definition) -> dict:
@@ -102,7 +133,7 @@ def _settings_of(definition) -> dict:
             "map_writes": definition.map_writes or "append", "engine": definition.engine}
 
 
-def _replace(ctx, entry: Entry, st: Statement):
+def _replace(ctx, entry: Entry, st: Statement, reason: Optional[str] = None):
     """A new definition of an existing view: the maps it still needs are kept
     (engine/ops/replace.py). ALTER ... AS keeps the view's settings where it names none."""
     given = {k: st.options[k] for k in DEFINITION_OPTIONS if k in st.options}
@@ -113,7 +144,8 @@ def _replace(ctx, entry: Entry, st: Statement):
     settings.update(given)
     return replace_view(ctx, entry.name, NewDefinition(
         st.query, settings["depth"], settings["caches"], settings["map_writes"],
-        settings["engine"], st.options.get("enable_change_data_feed")))
+        settings["engine"], st.options.get("enable_change_data_feed")),
+        reason or ("ALTER ... AS" if st.must_exist else "CREATE OR REPLACE"))
 
 
 def _alter(ctx, st: Statement):

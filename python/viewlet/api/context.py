@@ -29,8 +29,13 @@ class Viewlet:
 
     def __init__(self, spark: SparkSession, warehouse: str, store: Optional[TableStore] = None,
                  auto_enable_change_feed: Optional[bool] = None):
-        self.ctx = EngineContext(spark, warehouse, store or DeltaRsStore(),
-                                 auto_enable_change_feed)
+        self._ctx = EngineContext(spark, warehouse, store or DeltaRsStore(),
+                                  auto_enable_change_feed)
+
+    @property
+    def ctx(self) -> EngineContext:
+        """The engine behind the handle (what statements run against): internals."""
+        return self._ctx
 
     @property
     def spark(self) -> SparkSession:

@@ -1,7 +1,8 @@
 """Parser for Viewlet's DDL statements (the query itself is parsed by the SQL front end).
 
   CREATE [OR REPLACE | OR REFRESH] INCREMENTAL VIEW [IF NOT EXISTS] name
-      [WITH (option = value, ...)] [SCHEDULE [REFRESH] EVERY n <unit>] AS query
+      [WITH (option = value, ...)] [SCHEDULE [REFRESH] EVERY n <unit>]
+      [REFRESH POLICY AUTO | INCREMENTAL | INCREMENTAL STRICT | FULL] AS query
       options: depth = n | unlimited, refresh = '<interval>' | manual, caches = true | false,
                map_writes = 'append' | 'merge', engine = 'auto' | 'local' | 'spark' | 'distributed',
                enable_change_data_feed = true | false
@@ -14,6 +15,7 @@
   SHOW INCREMENTAL VIEWS
   DESCRIBE | DESC INCREMENTAL VIEW name [HISTORY [LIMIT n]]
   EXPLAIN INCREMENTAL VIEW name
+  EXPLAIN CREATE ... (as above): the trigger program the definition compiles to; nothing created
 
 MATERIALIZED may be written for INCREMENTAL everywhere (Databricks' spelling). Names follow
 Spark: unquoted ASCII letters, digits and underscores, not a reserved word; or `quoted`.
@@ -47,6 +49,8 @@ OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`?)|(\w+)|('(?:[^']|'')*'?)|(\S))")
 # `CREATE ... MATERIALIZED VIEW` (Databricks) is a synonym of `... INCREMENTAL VIEW`.
 _KIND_WORDS = ("INCREMENTAL", "MATERIALIZED")
+# Spark's EXPLAIN modes, refused before a Viewlet CREATE (they name Spark's plans).
+_EXPLAIN_MODES = ("LOGICAL", "FORMATTED", "EXTENDED", "CODEGEN", "COST")
 # SCHEDULE EVERY n <unit>: Databricks' units, plus seconds and minutes.
 _SCHEDULE_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800}
 
@@ -61,7 +65,7 @@ class Statement:
     must_exist: bool = False       # ALTER ... AS: replace the query of an existing view
     or_refresh: bool = False       # CREATE OR REFRESH (Databricks): create, or refresh if it exists
     options: Dict[str, object] = field(default_factory=dict)
-    query: Optional[str] = None
+    query: Optional[str] = None    # CREATE, and EXPLAIN CREATE (kind explain)
     query_offset: int = 0
 
 
@@ -172,6 +176,10 @@ def parse(text: str) -> Statement:
              "EXPLAIN": "explain", "ALTER": "alter"}
     if verb not in kinds:
         raise ViewletParseError(f"Not a Viewlet statement: it starts with '{tok}'.", start)
+    if verb == "EXPLAIN":
+        explained = _explain_create(t, text)
+        if explained is not None:
+            return explained
     st = Statement(kinds[verb])
     t.expect_view()
     if st.kind == "drop":
@@ -197,6 +205,24 @@ def parse(text: str) -> Statement:
     return st
 
 
+def _explain_create(t: _Tokens, text: str) -> Optional[Statement]:
+    """EXPLAIN CREATE ...: the CREATE statement as kind `explain` (its query set), or None
+    when no CREATE follows (EXPLAIN INCREMENTAL VIEW name)."""
+    tok, start = t.peek()
+    word = (tok or "").upper()
+    if word in _EXPLAIN_MODES:
+        raise ViewletParseError(
+            f"EXPLAIN {word} is Spark's, for Spark's plans (position {start}): EXPLAIN CREATE "
+            "INCREMENTAL VIEW prints the trigger program the view would compile to and takes no "
+            "mode; write EXPLAIN CREATE ... without it.", start)
+    if word != "CREATE":
+        return None
+    t.next()
+    st = _create(t, text, start)
+    st.kind = "explain"
+    return st
+
+
 def _create(t: _Tokens, text: str, start: int) -> Statement:
     st = Statement("create")
     if t.accept("OR", "REPLACE"):
@@ -210,8 +236,9 @@ def _create(t: _Tokens, text: str, start: int) -> Statement:
 
 
 def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
-    """The clauses before AS (WITH (...), SCHEDULE ...), then AS and the query."""
-    with_given = schedule_given = False
+    """The clauses before AS (WITH (...), SCHEDULE ..., REFRESH POLICY ...), then AS and the
+    query."""
+    with_given = schedule_given = policy_given = False
     while True:                       # view clauses, in any order, before AS
         tok, cstart = t.peek()
         word = (tok or "").upper()
@@ -219,6 +246,11 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
             t.next()
             with_given = True
             st.options.update(_options(t))
+        elif word == "REFRESH" and not policy_given:
+            t.next()
+            policy_given = True
+            t.expect("POLICY")
+            st.options["refresh_policy"] = _policy(t)
         elif word == "SCHEDULE" and not schedule_given:
             t.next()
             schedule_given = True
@@ -227,7 +259,8 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
         elif word == "AS":
             break
         else:
-            hint = " (the clauses before AS are WITH (...) and SCHEDULE [REFRESH] EVERY n <unit>)" \
+            hint = (" (the clauses before AS are WITH (...), SCHEDULE [REFRESH] EVERY n <unit> "
+                    "and REFRESH POLICY ...)") \
                 if word in ("COMMENT", "TBLPROPERTIES", "PARTITIONED", "CLUSTER", "MASK", "ROW",
                             "TRIGGER", "(", "WITH", "SCHEDULE") else ""
             raise ViewletParseError(f"Expected AS but found {_found(tok)} at position "
@@ -247,6 +280,23 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
         kind = "OR REPLACE" if st.or_replace else "OR REFRESH"
         raise ViewletParseError(f"{kind} and IF NOT EXISTS cannot be used together.", start)
     return st
+
+
+#: REFRESH POLICY (Databricks): when a view is maintained incrementally and when in full
+POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
+
+
+def _policy(t: _Tokens) -> str:
+    """AUTO | INCREMENTAL [STRICT] | FULL (after REFRESH POLICY)."""
+    word, wstart = t.next()
+    policy = (word or "").upper()
+    if policy == "INCREMENTAL" and t.accept("STRICT"):
+        policy = "INCREMENTAL STRICT"
+    if policy not in POLICIES:
+        raise ViewletParseError(f"Expected a refresh policy ({', '.join(POLICIES)}) after "
+                                f"REFRESH POLICY but found {_found(word)} at position {wstart}.",
+                                wstart)
+    return policy
 
 
 def _alter(t: _Tokens, st: Statement):

@@ -15,7 +15,7 @@ SCALA_VERSION = "2.13"
 # The newest delta-spark release built for each Spark line (Delta's compatibility table),
 # used when the delta-spark Python package is not installed to name its version. Spark 4.3
 # has none yet.
-FOR_SPARK = {"4.0": "4.0.1", "4.1": "4.4.1", "4.2": "4.4.1"}
+FOR_SPARK = {"4.0": "4.0.1", "4.1": "4.4.0", "4.2": "4.4.0"}
 
 
 def package() -> str:

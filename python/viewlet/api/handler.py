@@ -9,6 +9,7 @@ import datetime as dt
 import decimal
 import json
 import logging
+import threading
 import traceback
 
 from . import commands, ddl, interrupts, relations
@@ -55,6 +56,9 @@ def check_query_syntax(st, spark=None):
 class ViewletHandler:
     def __init__(self, viewlet):
         self.viewlet = viewlet
+        self._lock = threading.Lock()
+        self._tokens = {}          # statement id -> its cancel token, while it runs
+        self._cancelled = {}       # statement id -> reason, for a cancel that came first
 
     def _context(self):
         """The engine's context statements run in: after this session was stopped and another
@@ -79,6 +83,37 @@ class ViewletHandler:
             return _error(e, text)
 
     def execute(self, text):
+        return self._execute(text, None)
+
+    def executeStatement(self, statement_id, text):  # noqa: N802 - Java interface name
+        """execute() under an id that cancelStatement names (ViewletProtocol.execute)."""
+        try:
+            return self._execute(text, statement_id)
+        finally:
+            with self._lock:
+                self._tokens.pop(statement_id, None)
+                self._cancelled.pop(statement_id, None)
+
+    def cancelStatement(self, statement_id, reason):  # noqa: N802 - Java interface name
+        """The JVM thread running the statement was interrupted (a Spark Connect client
+        interrupted its operation): it stops at its next step, as on Ctrl-C."""
+        with self._lock:
+            token = self._tokens.get(statement_id)
+            if token is None:
+                self._cancelled[statement_id] = reason
+        if token is not None:
+            token.cancel(reason)
+
+    def _started(self, statement_id, token):
+        if statement_id is None:
+            return
+        with self._lock:
+            self._tokens[statement_id] = token
+            reason = self._cancelled.pop(statement_id, None)
+        if reason is not None:
+            token.cancel(reason)
+
+    def _execute(self, text, statement_id):
         token = st = None
         try:
             table = relations.parse(text)
@@ -88,6 +123,7 @@ class ViewletHandler:
                 st = ddl.parse(text)
                 ctx = self._context()
                 with cancel.statement(commands.title(st)) as token:
+                    self._started(statement_id, token)
                     try:
                         rows = commands.run(ctx, st)
                     except BaseException:

@@ -32,14 +32,25 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
         delta_spark: also add Delta Lake's extension, DeltaCatalog and its jar from Maven
             Central (docs/delta-sessions.md).
 
+    A Spark Connect builder whose server pyspark starts in this process
+    (``SparkSession.builder.remote("local[2]")``) gets the same settings, which go to that
+    server's JVM, plus the Python the server attaches for Viewlet's statements
+    (docs/connect.md).
+
     Returns:
         The builder, for chaining.
 
     Raises:
-        ViewletError: the jar cannot be built or loaded into this process's JVM.
+        ViewletError: the jar cannot be built or loaded into this process's JVM; the builder
+            connects to a Connect server that is already running (``sc://...``: start that
+            one with Viewlet, ``viewlet connect-server``).
     """
     from ..jvm import jar_path
     from ..jvm.running import ensure_loadable
+    from . import connect
+    remote = connect.remote_url(getattr(builder, "_options", {}))
+    if remote is not None and remote.startswith("sc://"):
+        raise connect.refuse_remote_builder(remote)
     jar = jar_path()
     ensure_loadable(jar)      # a JVM this process started for an earlier session
     if delta_spark:
@@ -57,6 +68,10 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
         .config("spark.sql.extensions", ",".join(extensions))
     if warehouse is not None:
         builder = builder.config(WAREHOUSE_CONF, normalize_location(warehouse))
+    if remote is not None:    # a local Connect server: its Viewlet statements need a Python
+        for key, value in connect.local_server_settings().items():
+            if key not in options:     # the user's own choice wins
+                builder = builder.config(key, value)
     return builder
 
 
@@ -64,9 +79,15 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     """Connect this session's Viewlet statements (CREATE/REFRESH/... INCREMENTAL VIEW) to
     Python and publish the warehouse's views in the session's catalog.
 
+    On a Spark Connect session the engine runs next to the server's JVM, not here: this
+    checks the server has Viewlet, starts its Python side and returns a
+    ``viewlet.api.connect.ConnectViewlet``, whose methods send Viewlet's statements as SQL.
+
     Args:
-        spark: a session built with ``configure_spark``.
-        warehouse: overrides ``spark.viewlet.warehouse`` for this session.
+        spark: a session built with ``configure_spark`` (or connected to a Connect server
+            started with Viewlet).
+        warehouse: overrides ``spark.viewlet.warehouse`` for this session (a Connect
+            session uses its server's, and refuses another).
 
     Returns:
         The Viewlet handle (``create_view``, ``refresh``, ``explain``, ``describe``, ...).
@@ -76,6 +97,9 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
             how to add it).
     """
     global _current
+    from . import connect
+    if connect.is_connect_session(spark):
+        return connect.enable(spark, warehouse)
     jvm = spark.sparkContext._jvm
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if EXTENSION not in extensions:
@@ -127,6 +151,9 @@ def context(spark: Optional[SparkSession] = None) -> Viewlet:
     Raises:
         NotEnabledError: Viewlet was not enabled on the session.
     """
+    from . import connect
+    if spark is not None and connect.is_connect_session(spark):
+        return connect.context(spark)
     if _current is not None and spark is not None:
         follow_restart(_current, spark)
     if _current is None or (spark is not None and _current.spark is not spark

@@ -6,12 +6,16 @@
                   [--views q1,q3,...] [--depths ho,1,0] [--check every|sample:N]
                   [--out DIR] [--warehouse DIR]
     viewlet sql [--warehouse DIR] [--print-command] [-e SQL | -f FILE] [spark-sql args...]
+    viewlet connect-server [--warehouse DIR] [--port P] [--host H] [--print-command]
+                           [spark-submit args...]
     viewlet explain FILE.sql [--warehouse DIR] [--table NAME=PATH]... [--schema tpch|orderbook]
                     [--depth N|unlimited]
+    viewlet pipelines run | dry-run [--spec spark-pipeline.yml] [--warehouse DIR] [--conf K=V]...
 
 Exit status: 0 success, 1 a demo or benchmark check failed (a view differed from its
-recompute), the run failed, or `explain` refused the definition, 2 the environment is missing
-something (Java 17+, tpchgen-cli, the view definitions, a file) or a bad option.
+recompute), the run failed, `explain` refused the definition, or a pipeline's view failed, 2
+the environment is missing something (Java 17+, tpchgen-cli, the view definitions, a file,
+Spark 4.1+ for pipelines), a bad option, or a pipeline project this runner cannot run.
 """
 from __future__ import annotations
 
@@ -102,7 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     _bench_parser(sub)
     sub.add_parser("sql", help="Spark's spark-sql shell with Viewlet (runs pyspark's "
                    "bin/spark-sql; `viewlet sql --help` for its options)", add_help=False)
+    sub.add_parser("connect-server", help="a Spark Connect server with Viewlet (runs pyspark's "
+                   "bin/spark-submit; `viewlet connect-server --help` for its options)",
+                   add_help=False)
     _explain_parser(sub)
+    _pipelines_parser(sub)
     return ap
 
 
@@ -110,11 +118,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "sql":        # the rest belongs to spark-sql: parsed on its own
         return _sql(argv[1:])
+    if argv and argv[0] == "connect-server":     # the rest may belong to spark-submit
+        return _connect_server(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "bench":
         return _bench(args, argv)
     if args.command == "explain":
         return _explain(args)
+    if args.command == "pipelines":
+        return _pipelines(args)
     return _demo(args)
 
 
@@ -174,6 +186,83 @@ def _sql(argv: List[str]) -> int:
     sys.stderr.flush()
     # Replace this process: the shell owns the terminal, its signals and the exit status.
     os.execve(argv_[0], argv_, dict(os.environ, **env))
+
+
+_CONNECT_EPILOG = """\
+Other arguments go to spark-submit unchanged (after `--` too), e.g. --conf k=v,
+--driver-memory 4g, --master local[4]. The server runs in the foreground until Ctrl-C (or
+SIGTERM); once it accepts clients this prints its URL, for
+SparkSession.builder.remote(URL).getOrCreate(). The first Viewlet statement starts a Python
+driver attached to the server (this Python), which takes a few seconds once.
+"""
+
+
+def _connect_server_parser() -> argparse.ArgumentParser:
+    from .connect import DEFAULT_HOST, DEFAULT_PORT
+    ap = argparse.ArgumentParser(
+        prog="viewlet connect-server", allow_abbrev=False, epilog=_CONNECT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run Spark's Connect server (pyspark's spark-submit of "
+                    "SparkConnectServer) with Viewlet: Connect clients run Viewlet's "
+                    "statements and read the views.")
+    ap.add_argument("--warehouse", default=None,
+                    help="Viewlet warehouse directory or URI (spark.viewlet.warehouse; default "
+                         "./viewlet-warehouse). Spark's metastore_db, derby.log and "
+                         "spark-warehouse go under <warehouse>/spark when it is local.")
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT,
+                    help=f"the gRPC port clients connect to (default {DEFAULT_PORT})")
+    ap.add_argument("--host", default=DEFAULT_HOST,
+                    help=f"the address to listen on (default {DEFAULT_HOST}: this machine "
+                         "only; 0.0.0.0 for every interface, with "
+                         "--conf spark.connect.authenticate.token=... for a shared secret)")
+    ap.add_argument("--delta", action="store_true",
+                    help="also load delta-spark (Delta Lake's Spark extension and DeltaCatalog; "
+                         "its jar is fetched by Spark from Maven Central)")
+    ap.add_argument("--print-command", action="store_true",
+                    help="print the equivalent spark-submit command line and exit; run it "
+                         "without this launcher")
+    return ap
+
+
+def _connect_server(argv: List[str]) -> int:
+    import signal
+
+    from ..errors import ViewletError
+    from ..jvm.build import ViewletBuildError
+    from . import connect, shell
+
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, passthrough = _connect_server_parser().parse_known_args(argv[:cut])
+    passthrough += argv[cut + 1:]
+    try:
+        from ..jvm import jar_path
+        argv_, env, url = connect.connect_server_command(
+            args.warehouse, args.port, args.host, passthrough, jar_path(),
+            delta_spark=args.delta)
+    except (connect.ConnectUnavailable, ViewletBuildError, ViewletError) as e:
+        print(f"viewlet connect-server: {e}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if args.print_command:
+        print(shell.format_command(argv_, env))
+        return EXIT_OK
+    problem = java_problem()
+    if problem:
+        print(f"viewlet connect-server: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    shell.prepare_state_dir(args.warehouse)
+    sys.stdout.flush()
+    server = subprocess.Popen(argv_, env=dict(os.environ, **env))
+    # SIGTERM (a service manager, a test) stops the server too; Ctrl-C reaches both already.
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+    host = url[len("sc://"):].rsplit(":", 1)[0]
+    try:
+        if connect.wait_until_listening(host, int(url.rsplit(":", 1)[1]),
+                                        lambda: server.poll() is None):
+            print(f"viewlet connect-server: Spark Connect server with Viewlet at {url}",
+                  flush=True)
+        return server.wait()
+    except KeyboardInterrupt:
+        return server.wait()
 
 
 def _missing_java_or_tpchgen(command: str) -> bool:
@@ -293,6 +382,56 @@ def _explain(args) -> int:
     except BrokenPipeError:              # e.g. `viewlet explain q.sql | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
+
+
+# -- pipelines -----------------------------------------------------------------------------
+def _conf_option(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
+def _pipelines_parser(sub):
+    p = sub.add_parser(
+        "pipelines", help="run a Spark Declarative Pipelines project's materialized views "
+                          "incrementally (Spark 4.1+)",
+        description="Run the materialized views of a Spark Declarative Pipelines project "
+                    "(spark-pipeline.yml, its SQL and Python files) with Viewlet: the first run "
+                    "creates them, later runs apply only the base tables' changes, in "
+                    "dependency order; a view Viewlet cannot maintain is recomputed in full, "
+                    "as spark-pipelines does, and the output says why. See docs/pipelines.md.")
+    commands = p.add_subparsers(dest="pipelines_command", metavar="COMMAND")
+    commands.required = True
+    for name, text in (("run", "create or refresh every materialized view"),
+                       ("dry-run", "say which views will be incremental and which not (and "
+                                   "why), writing nothing")):
+        c = commands.add_parser(name, help=text, description=text)
+        c.add_argument("--spec", default=None,
+                       help="the pipeline spec (default: spark-pipeline.yml or .yaml in this "
+                            "folder or the nearest parent that has one)")
+        c.add_argument("--warehouse", default=None,
+                       help="Viewlet warehouse (default: the spec's spark.viewlet.warehouse "
+                            "setting, else viewlet/ under its storage root)")
+        c.add_argument("--conf", action="append", default=[], type=_conf_option,
+                       metavar="KEY=VALUE",
+                       help="a Spark setting for the session (repeatable), after the spec's "
+                            "configuration")
+
+
+def _pipelines(args) -> int:
+    from .pipelines.spec import spark_version_problem
+    prog = f"viewlet pipelines {args.pipelines_command}"
+    problem = spark_version_problem()          # first: pyspark 4.0 has no pipelines at all
+    if problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    problem = java_problem()
+    if problem:
+        print(f"{prog}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    from .pipelines.command import main as pipelines_main
+    return pipelines_main(args.pipelines_command, args.spec, args.warehouse, dict(args.conf))
 
 
 # -- bench ---------------------------------------------------------------------------------

@@ -49,13 +49,30 @@ def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
     their --conf settings win over these defaults, except spark.sql.extensions, which keeps
     Viewlet's after the user's. `delta_spark`: add Delta Lake's extension, catalog and jar."""
     home = home or spark_home()
+    # column names above every result (SHOW, DESCRIBE, HISTORY are tables of several
+    # columns); --conf spark.sql.cli.print.header=false turns them off
+    confs, args = viewlet_settings(warehouse, args, python, delta_spark,
+                                   extra=[("spark.sql.cli.print.header", "true")])
+    argv = [str(home / "bin" / "spark-sql"), "--jars", jar]
+    for key, value in confs:
+        argv += ["--conf", f"{key}={value}"]
+    return argv + args, {"SPARK_HOME": str(home)}
+
+
+def viewlet_settings(warehouse: str | None, args: Sequence[str], python: str = sys.executable,
+                     delta_spark: bool = False, log_level: str | None = DEFAULT_LOG_LEVEL,
+                     extra: Sequence[Tuple[str, str]] = ()
+                     ) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """The --conf settings of a JVM-only Spark driver with Viewlet (spark-sql, a Spark Connect
+    server), and `args` less a --conf spark.sql.extensions merged into them (the user's
+    extensions, delta-spark's say, then Viewlet's). Spark's local state goes under a local
+    warehouse."""
     location = normalize_location(warehouse or DEFAULT_WAREHOUSE)
-    confs = [
-        ("spark.sql.extensions", EXTENSION),
-        (WAREHOUSE_CONF, location),
-        (PYTHON_CONF, python),
-        ("spark.log.level", DEFAULT_LOG_LEVEL),
-    ]
+    confs = [("spark.sql.extensions", EXTENSION), (WAREHOUSE_CONF, location),
+             (PYTHON_CONF, python)]
+    if log_level:
+        confs.append(("spark.log.level", log_level))
+    confs += list(extra)
     if _is_local(location):
         state = join(location, "spark")
         confs += [
@@ -66,7 +83,7 @@ def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
             ("spark.driver.extraJavaOptions", f"-Dderby.system.home={_java_option(state)}"),
         ]
     args = list(args)
-    extensions = _passed_conf(args, "spark.sql.extensions")
+    extensions = passed_conf(args, "spark.sql.extensions")
     if extensions is not None:    # the user's extensions (delta-spark's, say) and Viewlet's
         confs[0] = ("spark.sql.extensions", ",".join([e for e in extensions.split(",") if e
                                                       and e != EXTENSION] + [EXTENSION]))
@@ -75,13 +92,10 @@ def spark_sql_command(warehouse: str | None, args: Sequence[str], jar: str,
         added = delta.settings(dict(confs))
         confs = [(k, added.get(k, v)) for k, v in confs] + \
             [(k, v) for k, v in added.items() if k not in dict(confs)]
-    argv = [str(home / "bin" / "spark-sql"), "--jars", jar]
-    for key, value in confs:
-        argv += ["--conf", f"{key}={value}"]
-    return argv + args, {"SPARK_HOME": str(home)}
+    return confs, args
 
 
-def _passed_conf(args: List[str], key: str) -> Optional[str]:
+def passed_conf(args: List[str], key: str) -> Optional[str]:
     """The value of `--conf key=value` among args, removed from them (the last one wins)."""
     found = None
     i = 0
@@ -102,7 +116,7 @@ def format_command(argv: Sequence[str], env: Dict[str, str]) -> str:
     head = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     parts, i = [f"{head} {shlex.quote(argv[0])}".strip()], 1
     while i < len(argv):  # one option (with its value) per line
-        if argv[i] in ("--jars", "--conf", "-e", "-f") and i + 1 < len(argv):
+        if argv[i] in ("--jars", "--conf", "-e", "-f", "--class", "--name") and i + 1 < len(argv):
             parts.append(f"{argv[i]} {shlex.quote(argv[i + 1])}")
             i += 2
         else:

@@ -31,6 +31,7 @@ from ..batch import policy
 from ..batch.drift import table_ids
 from ..batch.local import LOCAL_FAILURES, failure_text
 from ..batch.result_sql import multiset_params
+from ..batch.spark import sum_by_keys
 from ..batch.window_sql import window_sql
 from ..maintain.maps import cluster_order, write_initial
 from ..maintain.topn import first_rows, prefilter_sql, result_types, sort_keys, visible
@@ -281,6 +282,8 @@ def _local_load(c: _Creation, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
     draft = LoadedView(c.ctx, plan.view.entry,
                        Resident(load_compiled(plan.view.compiled, list(plan.parts))),
                        c.settings)
+    n = len(plan.parts)
+    c.progress.step(f"loading the {n} map(s) in the driver (1-{n}/{n + 1})")
     try:
         return local_maps(draft, plan.versions)
     except LOCAL_FAILURES as e:
@@ -330,9 +333,12 @@ def _execute(c: _Creation, plan: _Plan):
                 del data, written
             read = staged(ctx, source_rows, scratch)
         for part in (sources - set(parts)) if keep is not None else ():
-            # kept from the replaced view: read where they are
-            read[part] = read_table(ctx.spark, ctx.store, definition.maps[part].location,
-                                    keep.used[part].version)
+            # kept from the replaced view: read where they are, one row per key (a map
+            # table holds the deltas appended since its last compaction)
+            kept = definition.maps[part]
+            read[part] = sum_by_keys(
+                read_table(ctx.spark, ctx.store, kept.location, keep.used[part].version),
+                kept.keys, kept.values)
         plan.source.release()
         progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
         rows = initial_result(ctx, compiled, definition, read, plan.frames, plan.location_of)

@@ -30,23 +30,25 @@ from .results import Created
 log = logging.getLogger("viewlet")
 
 
-def replace_view(ctx, name: str, definition: NewDefinition) -> Created:
-    """Replace the query (and settings) of view `name`."""
+def replace_view(ctx, name: str, definition: NewDefinition,
+                 reason: str = "a new query") -> Created:
+    """Replace the definition (query and settings) of view `name`; `reason`: what HISTORY
+    says of it."""
     t0 = time.perf_counter()
     old = ctx.catalog.find(name, "view")
     keep, why_not = _keepable(ctx, old.name)
     if keep is None:
-        r = rebuild_view(ctx, old.name, reason=f"replaced with a new query ({why_not})",
+        r = rebuild_view(ctx, old.name, reason=f"{reason} (no map kept: {why_not})",
                          definition=definition)
         maps = len(ctx.catalog.find(old.name, "view").definition.maps)
         return Created(old.name, f"replaced: rebuilt, no map kept ({why_not})", maps,
                        r.rows_changed, round(time.perf_counter() - t0, 3))
     old = ctx.catalog.find(name, "view")             # as the refresh left it
     downstream = downstream_order(ctx, old.name)
-    created = rebuild_one(ctx, old, "replaced with a new query", definition, keep)
+    created = rebuild_one(ctx, old, reason, definition, keep)
     for dependent in downstream:
         rebuild_one(ctx, ctx.catalog.find(dependent, "view"),
-                            f"its upstream view {old.name} was replaced")
+                    f"its upstream view {old.name} was replaced")
     dropped = len(old.definition.maps) - created.kept
     status = (f"replaced: {created.kept} map(s) kept, {created.loaded} loaded, "
               f"{dropped} dropped") + \

@@ -183,7 +183,10 @@ class Console:
         if on == self._held:
             return
         self._held = on
-        self._jvm(op, "holdConsole" if on else "releaseConsole")
+        if on:
+            self._jvm(op, "holdConsole", op.sc._jsc.sc())
+        else:
+            self._jvm(op, "releaseConsole")
 
     def _tick(self) -> None:
         while True:

@@ -18,7 +18,7 @@ import org.apache.spark.sql.SparkSession
  * nothing is started (spark.viewlet.attach=auto, the default).
  */
 object ViewletAttach {
-  val ProtocolVersion = 2
+  val ProtocolVersion = 3
   val AttachConf = "spark.viewlet.attach"
   val PythonConf = "spark.viewlet.python"
   val TimeoutConf = "spark.viewlet.attach.timeoutSeconds"
@@ -111,7 +111,7 @@ object ViewletAttach {
     }
 
   private def attach(session: SparkSession): ViewletHandler = {
-    attachedSession = session
+    attachedSession = engineSession(session)
     val choice = PythonChoice.of(session)
     val timeout = timeoutSeconds(session)
     val python = AttachedPython.start(choice, session.sparkContext.getConf)
@@ -128,6 +128,14 @@ object ViewletAttach {
     current = python
     python.handler
   }
+
+  /**
+   * The session the attached Python wraps: the JVM's default session when it runs. A Spark
+   * Connect or Thrift server gives each client a session of its own, which ends with the
+   * client; the Python side outlives them and serves every client's statements.
+   */
+  private def engineSession(statementSession: SparkSession): SparkSession =
+    SparkSession.getDefaultSession.filterNot(_.sparkContext.isStopped).getOrElse(statementSession)
 
   private def activeSession(): Option[SparkSession] =
     SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)

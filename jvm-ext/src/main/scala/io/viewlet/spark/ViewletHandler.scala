@@ -16,6 +16,16 @@ trait ViewletHandler {
   /** Run time, once: `{"rows": [[v, ...], ...]}` (JSON scalars; ISO strings for timestamps). */
   def execute(statementText: String): String
 
+  /** execute() under an id that cancelStatement() can name (ViewletProtocol.execute). */
+  def executeStatement(statementId: String, statementText: String): String
+
+  /**
+   * Cancel the statement executeStatement runs under this id: it stops at its next step, as
+   * on Ctrl-C. Called when the thread that runs it is interrupted (a Spark Connect client
+   * interrupted its operation); `reason` goes into the statement's error.
+   */
+  def cancelStatement(statementId: String, reason: String): Unit
+
   /**
    * A name Spark's catalog did not resolve, as a JSON array of parts (`["db","v"]`): an analyzed
    * Catalyst LogicalPlan, or null when the name is not Viewlet's.

@@ -35,8 +35,8 @@ object ViewletProgress {
     l
   }
 
-  /** Holds Spark's console progress bar off (nested holds count); see ConsoleBars. */
-  def holdConsole(): Unit = ConsoleBars.hold()
+  /** Holds the console progress bar of `sc` off (nested holds count); see ConsoleBars. */
+  def holdConsole(sc: SparkContext): Unit = ConsoleBars.hold(sc)
 
   def releaseConsole(): Unit = ConsoleBars.release()
 }
@@ -92,18 +92,25 @@ private class GroupRows extends SparkListener {
  * where Viewlet's display draws its own. While held, System.err (wrapped once, on the first
  * hold) drops the bar's drawings and clearings; the line the bar left, if any, is cleared
  * first. Everything else passes through unchanged.
+ *
+ * Spark 4.0's bar prints to System.err as it is at each drawing; newer ones (4.3) keep the
+ * System.err of their construction in a field (`console`), made before any extension loads,
+ * so the bar of the context is pointed at the filter too (when it has such a field).
  */
 object ConsoleBars {
   private var holds = 0
   @volatile private var holding = false
   @volatile private var barShown = false
   private var original: PrintStream = _
+  private var filter: BarFilter = _
 
-  def hold(): Unit = synchronized {
+  def hold(sc: SparkContext): Unit = synchronized {
     if (original == null) {
       original = System.err
-      System.setErr(new BarFilter(original))
+      filter = new BarFilter(original)
+      System.setErr(filter)
     }
+    filterBarStream(sc)
     holds += 1
     if (!holding) {
       holding = true
@@ -119,6 +126,28 @@ object ConsoleBars {
     holds = math.max(0, holds - 1)
     holding = holds > 0
   }
+
+  /** The context's bar, if it keeps a stream of its own, prints through a filter. */
+  private def filterBarStream(sc: SparkContext): Unit =
+    try {
+      // progressBar is private[spark]: public in bytecode, out of reach of Scala code here
+      classOf[SparkContext].getMethod("progressBar").invoke(sc) match {
+        case Some(bar: AnyRef) =>
+          val field = bar.getClass.getDeclaredField("console")
+          field.setAccessible(true)
+          field.get(bar) match {
+            case _: BarFilter =>
+            case stream: PrintStream =>
+              field.set(bar, if (stream eq original) filter else new BarFilter(stream))
+            case _ =>
+          }
+        case _ =>
+      }
+    } catch {
+      case _: NoSuchFieldException => // a bar that prints to System.err itself (Spark 4.0)
+      // a bar out of reflection's reach still draws, over Viewlet's line: cosmetic only
+      case _: ReflectiveOperationException | _: RuntimeException =>
+    }
 
   private def terminalWidth: Int =
     sys.env.get("COLUMNS").flatMap(_.trim.toIntOption).filter(_ > 0).getOrElse(80)

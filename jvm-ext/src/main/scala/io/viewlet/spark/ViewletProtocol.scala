@@ -15,9 +15,20 @@ object ViewletProtocol {
   def describe(statement: String): JsonNode =
     decode(call(handler().describe(statement)), statement, parsePhase = true)
 
-  /** execute(): the reply node; error replies throw ViewletException. */
-  def execute(statement: String): JsonNode =
-    decode(call(handler().execute(statement)), statement, parsePhase = false)
+  /**
+   * execute(): the reply node; error replies throw ViewletException. The statement runs in
+   * Python while this thread waits in a Py4J socket read, which Thread.interrupt does not end:
+   * a watcher passes an interrupt of this thread (Spark Connect interrupting the client's
+   * operation) on to the statement, which stops at its next step like on Ctrl-C.
+   */
+  def execute(statement: String): JsonNode = {
+    val h = handler()
+    val id = java.util.UUID.randomUUID().toString
+    val watch = InterruptWatch.start(Thread.currentThread(), () =>
+      h.cancelStatement(id, "its Spark Connect operation was interrupted"))
+    try decode(call(h.executeStatement(id, statement)), statement, parsePhase = false)
+    finally watch.finish()
+  }
 
   /** resolveRelation(): the plan object Python returned, or null. */
   def resolveRelation(nameParts: Seq[String]): AnyRef = {
@@ -75,5 +86,39 @@ object ViewletProtocol {
     val position = Option(err.get("position")).filter(_.canConvertToInt).map(_.asInt)
     if (parsePhase && kind == "parse") new ViewletParseException(message, statement, position)
     else new ViewletException(message, Some(statement), position)
+  }
+}
+
+/** Watches a thread for an interrupt while it waits on Python; runs `onInterrupt` once. */
+private[spark] class InterruptWatch private (caller: Thread, onInterrupt: () => Unit)
+  extends Thread("viewlet-interrupt-watch") {
+  @volatile private var running = true
+  setDaemon(true)
+
+  override def run(): Unit = {
+    // caller.isInterrupted only reads the flag (the caller's own code may still see it)
+    while (running && !caller.isInterrupted) {
+      try Thread.sleep(InterruptWatch.PollMillis)
+      catch { case _: InterruptedException => return }
+    }
+    if (running) {
+      try onInterrupt()
+      catch { case e: Exception => System.err.println(s"Viewlet: cancelling failed: $e") }
+    }
+  }
+
+  def finish(): Unit = {
+    running = false
+    interrupt()
+  }
+}
+
+private[spark] object InterruptWatch {
+  val PollMillis = 100L
+
+  def start(caller: Thread, onInterrupt: () => Unit): InterruptWatch = {
+    val w = new InterruptWatch(caller, onInterrupt)
+    w.start()
+    w
   }
 }
