@@ -32,10 +32,13 @@ def spark(tmp_path_factory):
         .appName("viewlet-tests") \
         .config("spark.ui.enabled", "false") \
         .config("spark.sql.shuffle.partitions", "2") \
-        .config("spark.driver.memory", "4g") \
         .config("spark.viewlet.engine", os.environ.get("VIEWLET_TEST_ENGINE", "local"))
-    # 4g: the wide joins' plans (Q8: 95 maps) outgrow 2g over a whole run; the engine: the
-    # target every batch runs on (tests/spark/oracle.py checks it), CI runs both.
+    # the engine: the target every batch runs on (tests/spark/oracle.py checks it), CI runs
+    # each. Driver memory: VIEWLET_TEST_DRIVER_MEMORY, "default" for Spark's (1g); else 4g:
+    # the whole suite's plans in one driver (Q8's view has 95 maps) outgrow 2g.
+    memory = os.environ.get("VIEWLET_TEST_DRIVER_MEMORY", "4g")
+    if memory != "default":
+        builder = builder.config("spark.driver.memory", memory)
     # VIEWLET_TEST_JAVA_OPTIONS: extra driver JVM flags (e.g. -XX:TieredStopAtLevel=1, the
     # quick JIT only, ran two modules side by side in 250 s against 328 s; it is not CI's
     # default: a CI run in two streams with it lost its test JVM, cause unrecorded).

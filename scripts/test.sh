@@ -7,7 +7,8 @@
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
 #                 the local target; it records the views it creates (the corpus below)
-#   tpch          the TPC-H oracle, in a Spark driver of its own
+#   tpch          the TPC-H oracle, in a Spark driver of its own with Spark's default
+#                 memory (1g): CREATE and every REFRESH of every TPC-H view
 #   delta         tests/delta in a session with delta-spark 4.0.1 (its jar from Maven Central
 #                 through Spark, as a user's session gets it)
 #   spark, distributed   the random oracle with every batch on Spark, its depth variants and
@@ -50,7 +51,7 @@ DELTA_NEWEST=(.venv-delta-newest/bin/python -m pytest)
 
 run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
   "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed "$@"
-run tpch "${LOW[@]}" "$TPCH" "$@"
+run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
 run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
 run spark env VIEWLET_TEST_ENGINE=spark "${LOW[@]}" "$ORACLE" "$@"
 run distributed env VIEWLET_TEST_ENGINE=distributed \

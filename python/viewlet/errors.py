@@ -82,12 +82,26 @@ class ChangeFeedError(ViewletError):
     kind = "change_feed"
 
 
+#: what a rebuild from the current data does about a BaseTableChanged (its `cause`): the
+#: view must be loaded anew (a replaced table, a retyped column, a rebuilt upstream view), or
+#: its changes cannot be read incrementally (the change data feed turned off)
+REINITIALIZE, NOT_INCREMENTAL = "reinitialize", "not incremental"
+
+
 class BaseTableChanged(ViewletError):
     """A base table changed under a view in a way a batch cannot absorb (dropped, replaced by
     another table at its path, its change data feed turned off, a column the view reads
-    dropped or retyped); found at REFRESH, before the batch is planned, with the remedy."""
+    dropped or retyped); found at REFRESH, before the batch is planned, with the remedy.
+    `cause`: REINITIALIZE or NOT_INCREMENTAL when a rebuild can continue the view (what a
+    REFRESH POLICY may do, engine/ops/policy.py), None when it cannot (a table or column
+    the view reads is gone)."""
 
     kind = "base_table_changed"
+
+    def __init__(self, message: str, position: Optional[int] = None,
+                 cause: Optional[str] = None):
+        super().__init__(message, position)
+        self.cause = cause
 
 
 class UpstreamViewChanged(ViewletError):
@@ -95,6 +109,7 @@ class UpstreamViewChanged(ViewletError):
     created, so the reader cannot continue from it (REFRESH ... FULL rebuilds the reader)."""
 
     kind = "base_table_changed"
+    cause = REINITIALIZE
 
 
 class Cancelled(ViewletError):

@@ -153,9 +153,9 @@ def _session_restored(spark):
         if page_context is not None and page_context is not current:
             page_context.stop()
             from viewlet.engine.state.published import publish_all, withdraw_temporary
-            withdraw_temporary(page_context)      # the page's views leave the session
+            withdraw_temporary(page_context.ctx)     # the page's views leave the session
             if current is not None:
-                publish_all(current)
+                publish_all(current.ctx)
         for key in [k for k in spark.conf.getAll if k.startswith("spark.viewlet.")]:
             if key not in settings:
                 spark.conf.unset(key)

@@ -16,7 +16,7 @@ from ..engine.ops.results import Created
 from ..engine.state.settings import interval_text
 
 # Options of CREATE that make a view's definition (CREATE OR REFRESH compares them).
-DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine")
+DEFINITION_OPTIONS = ("depth", "caches", "map_writes", "engine", "refresh_policy")
 
 
 @contextmanager
@@ -101,7 +101,8 @@ def _create(ctx, st: Statement):
                             caches=st.options.get("caches", False),
                             map_writes=st.options.get("map_writes", "append"),
                             engine=st.options.get("engine"),
-                            enable_change_data_feed=st.options.get("enable_change_data_feed"))
+                            enable_change_data_feed=st.options.get("enable_change_data_feed"),
+                            refresh_policy=st.options.get("refresh_policy"))
         if r.get("status") != "created":
             return r
     if "refresh" in st.options:
@@ -114,7 +115,8 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
     a new one replaces it, keeping the maps it still needs and the view's history."""
     wanted = {"depth": st.options.get("depth"), "caches": st.options.get("caches", False),
               "map_writes": st.options.get("map_writes", "append"),
-              "engine": st.options.get("engine")}
+              "engine": st.options.get("engine"),
+              "refresh_policy": st.options.get("refresh_policy")}
     definition = entry.definition
     if " ".join(st.query.split()) == " ".join(definition.sql.split()) and \
             wanted == _settings_of(definition):
@@ -130,7 +132,8 @@ def _refresh_or_replace(ctx, entry: Entry, st: Statement):
 
 def _settings_of(definition) -> dict:
     return {"depth": definition.depth, "caches": bool(definition.caches),
-            "map_writes": definition.map_writes or "append", "engine": definition.engine}
+            "map_writes": definition.map_writes or "append", "engine": definition.engine,
+            "refresh_policy": definition.refresh_policy}
 
 
 def _replace(ctx, entry: Entry, st: Statement, reason: Optional[str] = None):
@@ -140,11 +143,13 @@ def _replace(ctx, entry: Entry, st: Statement, reason: Optional[str] = None):
     if st.must_exist:
         settings = _settings_of(entry.definition)
     else:
-        settings = {"depth": None, "caches": False, "map_writes": "append", "engine": None}
+        settings = {"depth": None, "caches": False, "map_writes": "append", "engine": None,
+                    "refresh_policy": None}
     settings.update(given)
     return replace_view(ctx, entry.name, NewDefinition(
         st.query, settings["depth"], settings["caches"], settings["map_writes"],
-        settings["engine"], st.options.get("enable_change_data_feed")),
+        settings["engine"], st.options.get("enable_change_data_feed"),
+        settings["refresh_policy"]),
         reason or ("ALTER ... AS" if st.must_exist else "CREATE OR REPLACE"))
 
 

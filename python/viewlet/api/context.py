@@ -61,7 +61,8 @@ class Viewlet:
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
-                    enable_change_data_feed: Optional[bool] = None) -> Created:
+                    enable_change_data_feed: Optional[bool] = None,
+                    refresh_policy: Optional[str] = None) -> Created:
         """CREATE INCREMENTAL VIEW from Python: compile, load the maps, publish the view.
 
         Args:
@@ -78,6 +79,10 @@ class Viewlet:
                 session's spark.viewlet.engine, else auto.
             enable_change_data_feed: True lets CREATE turn on base tables' change data
                 feeds; None: `auto_enable_change_feed`.
+            refresh_policy: Databricks' REFRESH POLICY, 'AUTO', 'INCREMENTAL',
+                'INCREMENTAL STRICT' or 'FULL' (when a REFRESH recomputes the view:
+                docs/sql-reference.md); None: none, a REFRESH that cannot apply the changes
+                is refused with the remedy.
 
         Returns:
             The statement's result (view, status, maps, rows, seconds).
@@ -88,7 +93,7 @@ class Viewlet:
                 messages say; nothing is left half-built.
         """
         return self.ctx.create_view(name, sql, depth, if_not_exists, caches, map_writes, engine,
-                                    enable_change_data_feed)
+                                    enable_change_data_feed, refresh_policy)
 
     @interruptible(lambda self, name, *a, **k: f"refresh('{name}')")
     def refresh(self, name: str, full: bool = False,

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import ViewletParseError
 from ..frontend.lexical import PLAIN_NAME, SPARK_RESERVED, strip_comments
 from ..engine.state.history import COLUMNS as HISTORY_COLUMNS
-from ..engine.state.settings import ENGINES, MAP_WRITES
+from ..engine.state.settings import ENGINES, MAP_WRITES, REFRESH_POLICIES
 from ..engine.state.settings import parse_interval
 
 OUTPUTS: Dict[str, List[Tuple[str, str]]] = {
@@ -282,18 +282,14 @@ def _definition(t: _Tokens, text: str, st: Statement, start: int) -> Statement:
     return st
 
 
-#: REFRESH POLICY (Databricks): when a view is maintained incrementally and when in full
-POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
-
-
 def _policy(t: _Tokens) -> str:
     """AUTO | INCREMENTAL [STRICT] | FULL (after REFRESH POLICY)."""
     word, wstart = t.next()
     policy = (word or "").upper()
     if policy == "INCREMENTAL" and t.accept("STRICT"):
         policy = "INCREMENTAL STRICT"
-    if policy not in POLICIES:
-        raise ViewletParseError(f"Expected a refresh policy ({', '.join(POLICIES)}) after "
+    if policy not in REFRESH_POLICIES:
+        raise ViewletParseError(f"Expected a refresh policy ({', '.join(REFRESH_POLICIES)}) after "
                                 f"REFRESH POLICY but found {_found(word)} at position {wstart}.",
                                 wstart)
     return policy

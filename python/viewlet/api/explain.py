@@ -133,6 +133,8 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
             ("view", "query", view.definition.sql),
             ("view", "depth", depth_text(view.definition.depth)),
             ("view", "map writes", view.settings.map_writes),
+            ("view", "refresh policy", view.definition.refresh_policy or
+             "none (a batch that cannot be applied incrementally is refused with the remedy)"),
             ("view", "location", view.entry.location),
             ("view", "result columns", ", ".join(f"{c.name} {c.type}"
                                                  for c in view.definition.result.columns))]
@@ -167,6 +169,10 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
                  else "can run this view"))
     in_memory = 0
     for name, m in view.compiled.program.maps.items():
+        if name not in view.definition.maps:     # depth 0: the state is recomputed, not kept
+            rows.append(("map", name, f"keys [{', '.join(m.keys)}], recomputed by each batch "
+                                      "(depth 0), no table"))
+            continue
         snap = ctx.store.snapshot(view.map_path(name))
         hot = ctx.hot_maps.peek(view.map_path(name))
         memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \

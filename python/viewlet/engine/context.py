@@ -28,7 +28,7 @@ from .spark.io import read_table
 from .state.catalog import Catalog, Entry, missing_view, validate_name
 from .state.history import record_failure
 from .state.program import CompiledView, load_definition
-from .state.settings import ENGINES, MAP_WRITES, Settings, ViewOptions
+from .state.settings import ENGINES, MAP_WRITES, REFRESH_POLICIES, Settings, ViewOptions
 from .state.tables import LiveResolver
 from .state.view import LoadedView, Resident
 from .state.warehouse import WarehouseLayout, normalize_location
@@ -91,7 +91,8 @@ class EngineContext:
     def create_view(self, name: str, sql: str, depth: Optional[int] = None,
                     if_not_exists: bool = False, caches: bool = False,
                     map_writes: str = "append", engine: Optional[str] = None,
-                    enable_change_data_feed: Optional[bool] = None) -> Created:
+                    enable_change_data_feed: Optional[bool] = None,
+                    refresh_policy: Optional[str] = None) -> Created:
         """CREATE INCREMENTAL VIEW (ops/create.py), its options checked first (the user's
         documentation: viewlet.api.context.Viewlet.create_view)."""
         if depth is not None and (not isinstance(depth, int) or depth < 0):
@@ -100,8 +101,13 @@ class EngineContext:
             raise ViewletError(f"map_writes must be one of {', '.join(MAP_WRITES)}, not {map_writes!r}")
         if engine is not None and engine not in ENGINES:
             raise ViewletError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        if refresh_policy is not None:
+            refresh_policy = " ".join(str(refresh_policy).upper().split())
+            if refresh_policy not in REFRESH_POLICIES:
+                raise ViewletError(f"refresh_policy must be one of {', '.join(REFRESH_POLICIES)}, "
+                                   f"not {refresh_policy!r}")
         options = ViewOptions(engine, map_writes, None if enable_change_data_feed is None
-                              else bool(enable_change_data_feed))
+                              else bool(enable_change_data_feed), refresh_policy)
         return create_view(self, name, sql, depth, if_not_exists, caches=caches,
                            options=options)
 

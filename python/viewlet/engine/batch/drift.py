@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ...errors import BaseTableChanged, TableNotFound, ViewletError
+from ...errors import (NOT_INCREMENTAL, REINITIALIZE, BaseTableChanged, TableNotFound,
+                      ViewletError)
 from ..spark.io import spark_schema
 from ..state.graph import upstream_version
 
@@ -62,12 +63,12 @@ def current_versions(view, watermarks: Dict[str, int],
         if current < wm or _replaced(view, rel, state, wm):
             raise BaseTableChanged(
                 f"{where} was replaced: the Delta table at {table.id} is not the one the view "
-                f"has consumed up to version {wm}. {full}.")
+                f"has consumed up to version {wm}. {full}.", cause=REINITIALIZE)
         if not state.change_feed:
             raise BaseTableChanged(
                 f"{where} has its change data feed turned off, so its changes since version "
                 f"{wm} cannot be read. Turn it on (ALTER TABLE {table.display} SET TBLPROPERTIES "
-                f"(delta.enableChangeDataFeed = true)), then {full}.")
+                f"(delta.enableChangeDataFeed = true)), then {full}.", cause=NOT_INCREMENTAL)
         _check_columns(view, rel, table, state.schema, where, full)
         out[rel] = current
     return out
@@ -105,5 +106,5 @@ def _check_columns(view, rel, table, schema, where, full):
         if live[low] != recorded.get(low, live[low]):
             raise BaseTableChanged(
                 f"{where} changed the type of column {col} from {recorded[low]} to {live[low]}. "
-                f"{full}.")
+                f"{full}.", cause=REINITIALIZE)
     seen[rel] = schema

@@ -47,7 +47,7 @@ from ..state.manifest import Manifest
 from ..state.maps import new_hot_map
 from ..state.program import (CompiledView, RecordingResolver, compile_definition, parts_key,
                              stored_form)
-from ..state.settings import DISTRIBUTED, LOCAL, Settings, ViewOptions
+from ..state.settings import DISTRIBUTED, LOCAL, Settings, ViewOptions, policy_depth
 from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
 from ..state.view import LoadedView, Resident
@@ -141,6 +141,7 @@ def _validate(ctx, name, sql, depth, if_not_exists, replacing, options, caches,
     """The name is free and the query compiles (all SQL errors are raised here): the
     creation's inputs, or the result of IF NOT EXISTS for a view that exists."""
     validate_name(name)
+    depth = policy_depth(options.refresh_policy if options else None, depth)
     if replacing is None:
         exists = _refuse_taken_name(ctx, name, if_not_exists)
         if exists is not None:
@@ -250,7 +251,7 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
         inner=inner, caches=c.caches, fused=compiled.fused, in_filters=compiled.in_filters,
         program=compiled.stored, catalog_name=c.catalog_name, map_writes=options.map_writes,
         engine=options.engine, enable_change_data_feed=options.enable_change_data_feed,
-        **_carried_refresh(c.replacing))
+        refresh_policy=options.refresh_policy, **_carried_refresh(c.replacing))
     view = LoadedView(ctx, Entry.of_view(c.view_id, c.name, c.view_dir, definition),
                       Resident(compiled), c.settings)
     carried, first_batch = None, 0

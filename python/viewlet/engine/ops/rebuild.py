@@ -32,6 +32,7 @@ class NewDefinition:
     map_writes: str
     engine: Optional[str]
     enable_change_data_feed: Optional[bool]     # None: as the view has it
+    refresh_policy: Optional[str] = None        # REFRESH POLICY (ops/refresh_policy.py)
 
 
 def rebuild_view(ctx, name: str, reason: str = FULL_REASON,
@@ -65,7 +66,8 @@ def rebuild_one(ctx, old: Entry, reason: str, definition: Optional[NewDefinition
         sql, depth, caches = definition.sql, definition.depth, definition.caches
         consent = definition.enable_change_data_feed
         options = ViewOptions(definition.engine, definition.map_writes,
-                              consent if consent is not None else options.enable_change_data_feed)
+                              consent if consent is not None else options.enable_change_data_feed,
+                              definition.refresh_policy)
     created = create_view(ctx, old.name, sql, depth, replacing=old, options=options,
                           caches=caches, rebuild_reason=reason, keep=keep)
     ctx.forget(old.id)

@@ -1,6 +1,7 @@
 """REFRESH INCREMENTAL VIEW: a view without a stored program is rebuilt (REFRESH ... FULL),
 a view over other views is refreshed with its chain to common base-table versions
-(ops/chains.py), any other view advances by one batch (ops/advance.py).
+(ops/chains.py), any other view advances by one batch (ops/advance.py); a view with a
+REFRESH POLICY is recomputed where its policy says (ops/refresh_policy.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..state.view import LoadedView
 from .advance import advance_view
 from .chains import refresh_chain
 from .rebuild import rebuild_view
+from .refresh_policy import refresh_under_policy
 from .results import Refreshed
 
 log = logging.getLogger("viewlet")
@@ -37,6 +39,16 @@ def refresh_view(ctx, name: str, max_commits: Optional[int] = None,
     per table when given: continuous mode's back-pressure). A view that reads other views
     refreshes them first (ops/chains.py), unless `until` (the chain's base-table versions)
     says that this is one step of such a chain refresh."""
+    entry = ctx.catalog.find(name, "view")
+    policy = entry.definition.refresh_policy if entry is not None else None
+    if policy is None:
+        return _refresh(ctx, name, max_commits, until)
+    return refresh_under_policy(ctx, name, policy,
+                                lambda: _refresh(ctx, name, max_commits, until))
+
+
+def _refresh(ctx, name: str, max_commits: Optional[int],
+             until: Optional[Dict[str, int]]) -> Refreshed:
     view = ctx.load(name)
     if view.compiled.stored is None:
         return _rebuild_unproven(ctx, view)

@@ -8,7 +8,8 @@ lacks (one written by an earlier version) stay absent, keys this version does no
 are kept.
 
     sql, depth, refs, maps, result, agg_types, view_map, inner, table_ids, caches, fused,
-    in_filters, program, catalog_name, map_writes, engine, enable_change_data_feed, refresh
+    in_filters, program, catalog_name, map_writes, engine, enable_change_data_feed, refresh,
+    refresh_policy
 """
 from __future__ import annotations
 
@@ -128,13 +129,15 @@ class ViewDefinition:
     engine: Optional[str] = None
     enable_change_data_feed: Optional[bool] = None
     refresh: Optional[float] = None     # seconds between background refreshes (None: manual)
+    refresh_policy: Optional[str] = None     # REFRESH POLICY (None: not given)
     #: the JSON as read (empty for a new view): keys of other versions, and keys set to null
     #: on purpose (`refresh`), are kept from it
     raw: Mapping = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def options(self) -> ViewOptions:
-        return ViewOptions(self.engine, self.map_writes, self.enable_change_data_feed)
+        return ViewOptions(self.engine, self.map_writes, self.enable_change_data_feed,
+                           self.refresh_policy)
 
     @property
     def state_layout(self) -> ResultLayout:
@@ -181,7 +184,8 @@ class ViewDefinition:
             program=StoredProgram(program) if program is not None else None,
             catalog_name=data.get("catalog_name"), map_writes=data.get("map_writes"),
             engine=data.get("engine"), enable_change_data_feed=data.get("enable_change_data_feed"),
-            refresh=data.get("refresh"), raw=dict(data))
+            refresh=data.get("refresh"), refresh_policy=data.get("refresh_policy"),
+            raw=dict(data))
 
 
 _FIELDS = {f.name for f in fields(ViewDefinition)}

@@ -24,6 +24,22 @@ LOCAL, SPARK, AUTO, DISTRIBUTED = "local", "spark", "auto", "distributed"
 ENGINES = (AUTO, LOCAL, SPARK, DISTRIBUTED)
 #: how batches write map deltas (view option map_writes; maintain/maps.py)
 MAP_WRITES = ("append", "merge")
+#: REFRESH POLICY (Databricks' clause): when a REFRESH may recompute the view in full
+#: (ops/policy.py); a view created without the clause has none (Viewlet's own default)
+POLICY_AUTO, POLICY_INCREMENTAL, POLICY_STRICT, POLICY_FULL = \
+    "AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL"
+REFRESH_POLICIES = (POLICY_AUTO, POLICY_INCREMENTAL, POLICY_STRICT, POLICY_FULL)
+
+
+def policy_depth(policy: Optional[str], depth: Optional[int]) -> Optional[int]:
+    """The depth a view is compiled at: REFRESH POLICY FULL keeps the view's state only
+    (depth 0), which every batch recomputes from the base tables."""
+    if policy != POLICY_FULL:
+        return depth
+    if depth not in (None, 0):
+        raise ViewletError(f"REFRESH POLICY FULL recomputes the view at every batch (depth 0): "
+                           f"a depth of {depth} contradicts it. Give one of the two.")
+    return 0
 
 # -- the session's settings ----------------------------------------------------------------
 ENGINE_CONF = "spark.viewlet.engine"
@@ -49,6 +65,7 @@ class ViewOptions:
     engine: Optional[str] = None
     map_writes: Optional[str] = None
     enable_change_data_feed: Optional[bool] = None
+    refresh_policy: Optional[str] = None
 
 
 class Settings:
