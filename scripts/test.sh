@@ -12,7 +12,8 @@
 #   delta         tests/delta in a session with delta-spark 4.0.1 (its jar from Maven Central
 #                 through Spark, as a user's session gets it)
 #   spark, distributed   the random oracle with every batch on Spark, its depth variants and
-#                 star shapes with every batch distributed (executors write)
+#                 star shapes with every batch distributed (executors write); Spark's
+#                 default driver memory (1g)
 #   restart       the oracle modules' first case each and TPC-H Q5, Q8, Q21, Q22a, every
 #                 REFRESH run by another Python process with another PYTHONHASHSEED
 #   seeds         every view the main part created, and every view of sql/, compiled under
@@ -53,8 +54,9 @@ run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
   "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed "$@"
 run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
 run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
-run spark env VIEWLET_TEST_ENGINE=spark "${LOW[@]}" "$ORACLE" "$@"
-run distributed env VIEWLET_TEST_ENGINE=distributed \
+run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
+  "${LOW[@]}" "$ORACLE" "$@"
+run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
   "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or star" "$@"
 run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
 run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" tests/compiler/test_deterministic.py "$@"

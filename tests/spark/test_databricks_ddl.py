@@ -151,3 +151,13 @@ def test_explain_create_errors_are_viewlets(spark, vl, work):
     caret = message.split("\n")[-2]                # positioned in the statement, as CREATE's
     assert caret.endswith("^^^") and statement[len(caret) - 3:].startswith("zz FROM")
     assert "db_ex" not in vl.view_names()
+
+
+def test_explain_create_says_why_a_query_is_not_incremental(spark, vl, work):
+    lines = [r.plan for r in spark.sql(
+        "EXPLAIN CREATE MATERIALIZED VIEW db_ex AS SELECT STDDEV(r.a) AS sd FROM r").collect()]
+    assert lines[0] == "Incremental view db_ex: not maintained incrementally."
+    assert lines[1].startswith("  Unsupported in an incremental view: the aggregate STDDEV "
+                               "at line 1, column 8"), lines
+    assert lines[-1].startswith("Not created")
+    assert "db_ex" not in vl.view_names()

@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from typing import List, Optional, Sequence
 
 from .ddl import OUTPUTS, Statement
-from ..errors import ViewletError
+from ..errors import UnsupportedSQL, ViewletError
 from .explain import depth_text, describe_rows, explain_execution, explain_program
 from ..engine.state.catalog import Entry
 from ..engine.state.history import history_rows
@@ -76,14 +76,25 @@ def explain_rows(view) -> List[Sequence]:
 
 
 NOT_CREATED = "Not created: EXPLAIN CREATE compiles the definition only."
+#: EXPLAIN CREATE's first line ends so for a query Viewlet cannot maintain; the next line
+#: is the reason
+NOT_INCREMENTAL = "not maintained incrementally."
 
 
 def explain_definition_rows(ctx, st: Statement) -> List[Sequence]:
     """EXPLAIN CREATE ...'s rows: the trigger program of the definition, compiled against
     the tables' current schemas as CREATE would (EXPLAIN INCREMENTAL VIEW's first part once
-    the view exists); no map is loaded and no table is written."""
-    compiled = compile_definition(st.query, ctx.resolver(), st.options.get("depth"),
-                                  st.options.get("caches", False))
+    the view exists); no map is loaded and no table is written. A query Viewlet cannot
+    maintain is answered, not raised (as Databricks' EXPLAIN CREATE MATERIALIZED VIEW says
+    whether a query is incrementalizable): the construct, its position and the remedy."""
+    try:
+        compiled = compile_definition(st.query, ctx.resolver(), st.options.get("depth"),
+                                      st.options.get("caches", False))
+    except UnsupportedSQL as e:
+        return [(f"Incremental view {st.name}: {NOT_INCREMENTAL}",),
+                (f"  {e.message}",),
+                ("  CREATE refuses this query under every REFRESH POLICY.",),
+                ("",), (NOT_CREATED,)]
     text = explain_program(st.name, st.query, compiled.program, compiled.spec)
     return [(line,) for line in text.split("\n")] + [("",), (NOT_CREATED,)]
 

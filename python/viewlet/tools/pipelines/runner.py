@@ -21,10 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
+from ...api.commands import NOT_INCREMENTAL
 from .graph import MATERIALIZED_VIEW, Dataset
 from .spec import PipelineError
 
-#: how Viewlet's CREATE and EXPLAIN CREATE begin the message of UnsupportedSQL
+#: how Viewlet's CREATE begins the message of UnsupportedSQL
 UNSUPPORTED = "Unsupported in an incremental view:"
 INCREMENTAL, FULL = "incremental", "full"
 
@@ -309,12 +310,9 @@ class Pipeline:
         """A view an earlier run recomputed in full: why it still is (its query is still one
         Viewlet refuses, or its table cannot give the name back), or None once its table is
         gone and Viewlet can create the view."""
-        try:
-            self.spark.sql(f"EXPLAIN CREATE MATERIALIZED VIEW {_quote(d.name)} AS {sql}")
-        except Exception as e:  # noqa: BLE001 - only UnsupportedSQL keeps it full
-            if UNSUPPORTED not in str(e):
-                raise
-            return _message(e)
+        why = self.not_incremental(d, sql)
+        if why is not None:
+            return why
         if _delta_catalog(self.spark):
             self.spark.sql(f"DROP TABLE {'.'.join(_quote(p) for p in d.identifier)}")
             return None
@@ -353,16 +351,19 @@ class Pipeline:
         checked, absent = self.inline_absent(d, sql)
         note = (f" (checked with the query of {', '.join(absent)} in its place: it does not "
                 "exist yet)") if absent else ""
-        try:
-            self.spark.sql(f"EXPLAIN CREATE MATERIALIZED VIEW {_quote(d.name)} AS {checked}") \
-                .collect()
-        except Exception as e:  # noqa: BLE001 - only UnsupportedSQL means a full recompute
-            if UNSUPPORTED not in str(e):
-                raise
-            return Outcome(d.display, FULL, "will recompute",
-                           f"Not incremental: {_message(e)}{note}")
+        why = self.not_incremental(d, checked)
+        if why is not None:
+            return Outcome(d.display, FULL, "will recompute", f"Not incremental: {why}{note}")
         return Outcome(d.display, INCREMENTAL, verb if not self.recomputed(d) else
                        "will create (recomputed in full until now)", note.strip(" ()"))
+
+    def not_incremental(self, d: Dataset, sql: str) -> Optional[str]:
+        """Why Viewlet cannot maintain `sql` (EXPLAIN CREATE's answer), or None when it can."""
+        lines = [r[0] for r in self.spark.sql(
+            f"EXPLAIN CREATE MATERIALIZED VIEW {_quote(d.name)} AS {sql}").collect()]
+        if lines and lines[0].endswith(NOT_INCREMENTAL):
+            return lines[1].strip()
+        return None
 
     def is_view(self, name: str) -> bool:
         return name.lower() in {n.lower() for n in self.vl.view_names()}
