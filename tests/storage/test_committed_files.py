@@ -95,3 +95,20 @@ def test_change_files_follow_the_protocol(tmp_path):
     # from_files (an upstream view's result table): the files removed and added instead
     assert {f.kind for f in store.change_files(table, 1, 2, from_files=True)} <= {"add", "remove"}
     assert store.change_rows_estimate(table, 0, 2) >= 2
+
+
+def test_change_rows_are_counted_exactly_when_the_bound_would_decide(tmp_path):
+    """delta-rs's change data files carry no statistics: their size in bytes bounds their
+    rows, and once that bound passes the limit given, their footers count them."""
+    store = DeltaRsStore()
+    table = str(tmp_path / "t")
+    n = 20_000
+    write_deltalake(table, pa.table({"k": pa.array(range(n), pa.int64()),
+                                     "g": pa.array([i % 10 for i in range(n)], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    DeltaTable(table).delete("g = 3")                  # rewrites the file: 2,000 rows deleted
+    deleted = n // 10
+    bound = store.change_rows_estimate(table, 0, 1)
+    assert bound > deleted                             # bytes, at least one a row
+    assert store.change_rows_estimate(table, 0, 1, exact_above=bound) == bound
+    assert store.change_rows_estimate(table, 0, 1, exact_above=bound - 1) == deleted

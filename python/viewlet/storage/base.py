@@ -214,10 +214,14 @@ class TableStore(ABC):
         Rows a commit copied unchanged come with both signs: only the net per row counts."""
 
     @abstractmethod
-    def change_rows_estimate(self, path: str, after_version: int, to_version: int) -> int:
+    def change_rows_estimate(self, path: str, after_version: int, to_version: int,
+                             exact_above: Optional[int] = None) -> int:
         """An upper bound of the rows holding the changes of versions (after_version,
-        to_version], from the log alone (the row counts of the files `change_files` would
-        list), read before deciding where a batch runs."""
+        to_version], read before deciding where a batch runs: the row counts of the files
+        `change_files` would list, from the log's statistics; a file without them (change
+        data files usually have none) counts its size in bytes, at least a byte a row, unless
+        that bound exceeds `exact_above`: then such files count the rows their Parquet
+        footers give (one small read a file, only when the bound would decide)."""
 
     @abstractmethod
     def describe_files(self, path: str, relative_paths: Sequence[str]) -> List[DataFile]:

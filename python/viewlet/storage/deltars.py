@@ -286,20 +286,28 @@ class DeltaRsStore(TableStore):
             out += change_files(log, v, actions, trust_cdc=not from_files, deleted=deleted)
         return out
 
-    def change_rows_estimate(self, path, after_version, to_version):
+    def change_rows_estimate(self, path, after_version, to_version, exact_above=None):
         # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
         log = _commit_log(self._table(path), self.options)
-        total = 0
+        total, unknown = 0, []   # files without statistics: (path, size, whether it was added)
         for v in range(after_version + 1, to_version + 1):
             actions = log.actions(v) or []
-            cdc = [a["cdc"] for a in actions if "cdc" in a]
-            files = cdc or [a.get("add") or a.get("remove") for a in actions
-                            if "add" in a or "remove" in a]
-            for f in files:
+            cdc = [("cdc", a["cdc"]) for a in actions if "cdc" in a]
+            files = cdc or [(kind, a[kind]) for a in actions for kind in ("add", "remove")
+                            if kind in a]
+            for kind, f in files:
                 rows = records(f)
-                # a file without statistics: its size, at least a byte a row
-                total += rows if rows is not None else int(f.get("size") or 0)
-        return total
+                if rows is not None:
+                    total += rows
+                else:
+                    unknown.append((f.get("path") or "", int(f.get("size") or 0), kind != "remove"))
+        bound = total + sum(size for _, size, _ in unknown)
+        if exact_above is None or bound <= exact_above:
+            return bound
+        # a removed file may be vacuumed: it keeps its size as the bound
+        added = [unquote(p) for p, _, was_added in unknown if was_added]
+        counted = {f.path: f.rows for f in self.describe_files(path, added)} if added else {}
+        return total + sum(counted.get(unquote(p), size) for p, size, _ in unknown)
 
     def describe_files(self, path, relative_paths):
         import pyarrow.parquet as pq

@@ -67,12 +67,15 @@ def scale_out(view, record: BatchRecord) -> Optional[str]:
 
 
 def change_rows_estimate(view, record: BatchRecord) -> int:
-    """The rows of the files holding the batch's changes, from the Delta log."""
+    """The rows of the files holding the batch's changes, from the Delta log (files without
+    statistics counted exactly once the bound would send the batch to the executors)."""
     store = view.ctx.store
+    limit = view.settings.min_change_rows
     total = 0
     for rel, (after, to) in record.ranges.items():
         if to > after:
-            total += store.change_rows_estimate(view.table_path(rel), after, to)
+            total += store.change_rows_estimate(view.table_path(rel), after, to,
+                                                exact_above=max(0, limit - total))
     return total
 
 
