@@ -3,7 +3,12 @@
 #
 #   scripts/test.sh [--full] [pytest options]
 #
-# Parts, in order (each prints its time; the run fails if any part fails):
+# Parts (each prints its output and time when it ends; the run fails if any part fails). They
+# run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
+# child processes and Delta commits as much as they compute):
+#   stream 1: main, seeds, delta-newest, installed
+#   stream 2: tpch, delta, spark, distributed, restart, newest
+# The newest end's environments are set up in the background meanwhile.
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
 #                 the local target; it records the views it creates (the corpus below)
@@ -32,56 +37,87 @@ cd "$(dirname "$0")/.."
 FULL=0
 if [ "${1:-}" = "--full" ]; then FULL=1; shift; fi
 bash scripts/setup.sh || exit 1
+LOGS=$(mktemp -d)
+export VIEWLET_TEST_JVM_REPORT=$LOGS/jvm-report   # conftest.py: why a test JVM died, if one did
+CORPUS=$LOGS/corpus                               # the views the main part creates
+touch "$VIEWLET_TEST_JVM_REPORT" "$CORPUS"
+# One after the other (both build the package in ./build): the newest end's environments,
+# holding a lock that ready() waits for.
+exec 8> "$LOGS/setup.lock"
+flock 8
+( for end in newest delta-newest; do
+    bash scripts/setup.sh "$end" > "$LOGS/setup-$end.log" 2>&1
+    echo $? > "$LOGS/setup-$end.rc"
+  done ) &
+exec 8>&-
+ready() {   # ready END: wait for the setups; print END's; fail as it did
+  flock "$LOGS/setup.lock" true
+  echo "==== setup $1"
+  cat "$LOGS/setup-$1.log"
+  [ "$(cat "$LOGS/setup-$1.rc" 2>/dev/null)" = 0 ]
+}
 TPCH=tests/spark/test_tpch_nested.py
 ORACLE=tests/spark/test_random_oracle.py
-export VIEWLET_TEST_JVM_REPORT=$(mktemp)   # conftest.py: why a test JVM died, if one did
-CORPUS=$(mktemp)                            # the views the main part creates
-
-status=0
-failed=()
-run() {   # run NAME COMMAND...: time it, remember a failure
-  local name=$1 t0=$SECONDS
-  shift
-  echo "==== $name"
-  "$@" || { status=1; failed+=("$name"); }
-  echo "==== $name: $((SECONDS - t0)) s"
-}
 LOW=(.venv/bin/python -m pytest)
 NEWEST=(.venv-newest/bin/python -m pytest)
 DELTA_NEWEST=(.venv-delta-newest/bin/python -m pytest)
 
-run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
-  "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed "$@"
-run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
-run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
-run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
-  "${LOW[@]}" "$ORACLE" "$@"
-run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
-  "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or star" "$@"
-run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
-run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" tests/compiler/test_deterministic.py "$@"
+run() {   # run NAME COMMAND...: its output, printed whole when it ends, its time, its status
+  local name=$1 t0=$SECONDS
+  shift
+  "$@" > "$LOGS/$name.log" 2>&1
+  echo $? > "$LOGS/$name.rc"
+  ( flock 9
+    echo "==== $name"
+    cat "$LOGS/$name.log"
+    echo "==== $name: $((SECONDS - t0)) s" ) 9> "$LOGS/print.lock"
+}
+skip() { echo 1 > "$LOGS/$1.rc"; echo "==== $1: not run ($2)"; }
 
-if bash scripts/setup.sh newest; then
-  if [ "$FULL" = 1 ]; then
+stream1() {
+  run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
+    "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed --durations=15 "$@"
+  run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" tests/compiler/test_deterministic.py "$@"
+  if ready delta-newest; then
+    run delta-newest env VIEWLET_TEST_DELTA_SPARK=1 "${DELTA_NEWEST[@]}" tests/delta "$@"
+  else
+    skip delta-newest "its setup failed"
+  fi
+  run installed bash scripts/test-installed.sh "$@"
+}
+
+stream2() {
+  run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
+  run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
+  run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
+    "${LOW[@]}" "$ORACLE" "$@"
+  run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
+    "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or star" "$@"
+  run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
+  if ! ready newest; then
+    skip newest "its setup failed"
+  elif [ "$FULL" = 1 ]; then
     run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
   else
     run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
       --ignore=tests/installed "$@"
   fi
-else
-  status=1; failed+=("setup newest")
-fi
-if bash scripts/setup.sh delta-newest; then
-  run delta-newest env VIEWLET_TEST_DELTA_SPARK=1 "${DELTA_NEWEST[@]}" tests/delta "$@"
-else
-  status=1; failed+=("setup delta-newest")
-fi
-run installed bash scripts/test-installed.sh "$@"
+}
 
+T0=$SECONDS
+stream2 "$@" &
+STREAM2=$!
+stream1 "$@"
+wait "$STREAM2"
+
+failed=()
+for name in main seeds delta-newest installed tpch delta spark distributed restart newest; do
+  [ "$(cat "$LOGS/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
+done
 if [ -s "$VIEWLET_TEST_JVM_REPORT" ]; then
   echo "---- a test JVM died ----"
   cat "$VIEWLET_TEST_JVM_REPORT"
 fi
-rm -f "$VIEWLET_TEST_JVM_REPORT" "$CORPUS"
-[ "$status" = 0 ] || echo "FAILED parts: ${failed[*]}"
-exit $status
+rm -rf "$LOGS"
+echo "==== all parts: $((SECONDS - T0)) s"
+[ "${#failed[@]}" = 0 ] || { echo "FAILED parts: ${failed[*]}"; exit 1; }

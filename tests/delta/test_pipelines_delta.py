@@ -9,18 +9,25 @@ import shutil
 
 import pytest
 
+from tests.session_state import viewlet_restored
 from tests.pipelines.test_pipelines import (EXAMPLE, FULL, INCREMENTAL, ORACLE, line_of,
                                             needs_pipelines, oracle, run)
 
 
 @pytest.fixture
 def catalog_project(spark, vl, tmp_path):
+    """The example over catalog tables, in a warehouse of its own (the session switched to it
+    for the test and back after: tests/session_state.py)."""
+    with viewlet_restored(spark):
+        yield from _catalog_project(spark, tmp_path)
+
+
+def _catalog_project(spark, tmp_path):
     import viewlet
     from viewlet.tools.pipelines import spec as specs
 
     folder = tmp_path / "sales"
     shutil.copytree(EXAMPLE, folder)
-    previous = vl.warehouse
     vl = viewlet.enable(spark, str(tmp_path / "warehouse"))
     spark.sql(f"CREATE DATABASE sales LOCATION '{tmp_path / 'sales.db'}'")
     spark.sql("CREATE TABLE sales.orders (order_id BIGINT, customer_id BIGINT, "
@@ -38,7 +45,6 @@ def catalog_project(spark, vl, tmp_path):
     for name in ("big_customers", "region_revenue", "customer_revenue"):
         spark.sql(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
     spark.sql("DROP DATABASE IF EXISTS sales CASCADE")
-    viewlet.enable(spark, previous)
 
 
 def check_catalog(spark):

@@ -27,12 +27,12 @@ import subprocess
 import sys
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.docs.codeblocks import read_page, sql_statements
+from tests.session_state import viewlet_restored
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
@@ -82,7 +82,7 @@ def test_page_code_blocks_run(name, spark, tmp_path, monkeypatch, tpch_data):
     (scratch / "sql").symlink_to(ROOT / "sql")
     monkeypatch.chdir(scratch)
     namespace = {"__name__": "__main__"}
-    with _session_restored(spark):
+    with viewlet_restored(spark):
         if page.after_quickstart:
             shutil.copytree(tpch_data, scratch / "data")
             namespace["spark"] = spark
@@ -136,33 +136,3 @@ def _run_bash(block, scratch):
     if res.returncode != 0:
         pytest.fail(f"the bash block at {block.where} exited {res.returncode}:\n{block.text}\n\n"
                     f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}", pytrace=False)
-
-
-@contextmanager
-def _session_restored(spark):
-    """The page may enable Viewlet on another warehouse, change settings and start background
-    refreshes: afterwards the test session is as before (handler, context, settings)."""
-    import viewlet.api.session as sessions
-    bridge = getattr(spark._jvm, "io.viewlet.spark.ViewletBridge")
-    handler, current = bridge.handler(), sessions._current
-    settings = {k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.viewlet.")}
-    try:
-        yield
-    finally:
-        page_context = sessions._current
-        if page_context is not None and page_context is not current:
-            page_context.stop()
-            from viewlet.engine.state.published import publish_all, withdraw_temporary
-            withdraw_temporary(page_context.ctx)     # the page's views leave the session
-            if current is not None:
-                publish_all(current.ctx)
-        for key in [k for k in spark.conf.getAll if k.startswith("spark.viewlet.")]:
-            if key not in settings:
-                spark.conf.unset(key)
-        for key, value in settings.items():
-            spark.conf.set(key, value)
-        if handler is not None:
-            bridge.register(handler)
-        else:
-            bridge.unregister()
-        sessions._current = current

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "sql" / "pipelines" / "sales"
 
+from tests.session_state import viewlet_restored  # noqa: E402
 from viewlet.tools.pipelines.spec import spark_version_problem  # noqa: E402
 
 needs_pipelines = pytest.mark.skipif(
@@ -55,13 +56,17 @@ def oracle(name: str) -> str:
 def project(spark, vl, tmp_path):
     """The example copied to a scratch folder, its base tables made there by its
     make_tables.py and registered in a warehouse of its own (the session is switched to it
-    for the test and back after)."""
+    for the test and back after: tests/session_state.py)."""
+    with viewlet_restored(spark):
+        yield from _example_project(spark, tmp_path)
+
+
+def _example_project(spark, tmp_path):
     import viewlet
     from viewlet.tools.pipelines import spec as specs
 
     folder = tmp_path / "sales"
     shutil.copytree(EXAMPLE, folder)
-    previous = vl.warehouse
     vl = viewlet.enable(spark, str(tmp_path / "warehouse"))
     import importlib.util
     module_spec = importlib.util.spec_from_file_location("make_tables", folder / "make_tables.py")
@@ -78,7 +83,6 @@ def project(spark, vl, tmp_path):
     for name in ("big_customers", "region_revenue", "customer_revenue"):
         spark.sql(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
     spark.sql("DROP DATABASE IF EXISTS sales CASCADE")
-    viewlet.enable(spark, previous)
 
 
 def run(vl, spec_path, spec, dry=False):
