@@ -12,9 +12,9 @@ instead of applying their changes.
     INCREMENTAL STRICT   incremental        refused, names the policy rebuilt
     FULL                 recomputed         rebuilt                   rebuilt
 
-FULL views are created at depth 0 (engine/context.py): their one state is the view, which
-each batch recomputes from the base tables on Spark. A rebuild is REFRESH ... FULL
-(ops/rebuild.py): HISTORY shows a batch `rebuilt` with the reason. When incremental
+FULL views are created at depth 0 (state/settings.policy_depth): their one state is the
+view, which each batch recomputes from the base tables on Spark. A rebuild is REFRESH ...
+FULL (ops/rebuild.py): HISTORY shows a batch `rebuilt` with the reason. When incremental
 maintenance is possible AUTO applies the changes: the choice by cost is where the batch runs
 (batch/policy.py). A table or column the view reads that is gone is refused under every
 policy (a rebuild would fail on it too). CREATE refuses a query Viewlet cannot maintain under
