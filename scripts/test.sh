@@ -6,7 +6,7 @@
 # Parts (each prints its output and time when it ends; the run fails if any part fails). They
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
-#   stream 1: main, seeds, delta-newest, installed
+#   stream 1: main, seeds, delta-newest, installed, installed-lowest
 #   stream 2: tpch, delta, spark, distributed, restart, newest
 # The newest end's environments are set up in the background meanwhile.
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
@@ -29,7 +29,9 @@
 #   delta-newest  tests/delta on the newest pair delta-spark supports (pyspark 4.2, delta-spark
 #                 4.4: .venv-delta-newest)
 #   installed     the wheel in a clean virtual environment with only its declared
-#                 dependencies, Spark's default settings (scripts/test-installed.sh)
+#                 dependencies, Spark's default settings (scripts/test-installed.sh): pip's
+#                 choice, the newest pyspark the package admits
+#   installed-lowest   the same with the lowest pyspark the package admits
 # --full also runs the whole suite, not only the representative part, on the newest end.
 # A test JVM that dies is reported last, with its exit status and last words (conftest.py).
 set -uo pipefail
@@ -84,6 +86,7 @@ stream1() {
     skip delta-newest "its setup failed"
   fi
   run installed bash scripts/test-installed.sh "$@"
+  run installed-lowest bash scripts/test-installed.sh lowest "$@"
 }
 
 stream2() {
@@ -111,7 +114,8 @@ stream1 "$@"
 wait "$STREAM2"
 
 failed=()
-for name in main seeds delta-newest installed tpch delta spark distributed restart newest; do
+for name in main seeds delta-newest installed installed-lowest tpch delta spark distributed \
+    restart newest; do
   [ "$(cat "$LOGS/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
 done
 if [ -s "$VIEWLET_TEST_JVM_REPORT" ]; then

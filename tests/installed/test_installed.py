@@ -1,6 +1,6 @@
 """The package as a user installs it: run by scripts/test.sh in a clean virtual environment
 that holds only the built wheel and its declared dependencies (the newest pyspark it
-admits), with Spark's default settings (no driver memory given: 1g). Nothing here imports
+admits, and in another run the lowest), with Spark's default settings (no driver memory given: 1g). Nothing here imports
 the checkout's python/ (VIEWLET_TEST_INSTALLED=1 tells conftest.py).
 
 CREATE and REFRESH on every target the package runs by default, a view refreshed from a new
