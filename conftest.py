@@ -134,7 +134,7 @@ def pytest_configure(config):
 
 # ------------------------------------------------------------ named parts of the suite
 # VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
-#   representative  the other end of the Spark range: the oracle modules' first two cases of
+#   representative  the other end of the Spark range: the oracle modules' first case of
 #                   each test function (their other tests whole), the DDL, JVM, shell and
 #                   pipelines and Spark Connect tests, TPC-H's smallest views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
@@ -151,7 +151,7 @@ WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_delt
                  "test_connect_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {
-    "representative": (2, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
+    "representative": (1, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
     "restart": (None, {"test_tpch_nested": ("q5-sf0.001", "q8-sf0.001", "q21-sf0.001",
                                             "q22a-sf0.01")}),
 }
