@@ -6,8 +6,8 @@
 # Parts (each prints its output and time when it ends; the run fails if any part fails). They
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
-#   stream 1: main, seeds, installed, installed-lowest
-#   stream 2: tpch, delta, spark, distributed, restart, newest, delta-newest
+#   stream 1: main, seeds, newest
+#   stream 2: tpch, delta, spark, distributed, restart, delta-newest, installed, installed-lowest
 # The newest end's environments are set up in the background meanwhile.
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
@@ -80,9 +80,15 @@ stream1() {
   run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
     "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed --durations=15 "$@"
   run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" tests/compiler/test_deterministic.py "$@"
-  ready delta-newest > "$LOGS/setup-delta-newest.out"   # installed builds in ./build too
-  run installed bash scripts/test-installed.sh "$@"
-  run installed-lowest bash scripts/test-installed.sh lowest "$@"
+  # after main: pyspark's local Spark Connect mode (tests/connect) binds one fixed port
+  if ! ready newest; then
+    skip newest "its setup failed"
+  elif [ "$FULL" = 1 ]; then
+    run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
+  else
+    run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
+      --ignore=tests/installed "$@"
+  fi
 }
 
 stream2() {
@@ -93,19 +99,13 @@ stream2() {
   run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
     "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or star" "$@"
   run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
-  if ! ready newest; then
-    skip newest "its setup failed"
-  elif [ "$FULL" = 1 ]; then
-    run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
-  else
-    run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
-      --ignore=tests/installed "$@"
-  fi
-  if ready delta-newest; then
+  if ready delta-newest; then     # the setups are done: installed may build in ./build too
     run delta-newest env VIEWLET_TEST_DELTA_SPARK=1 "${DELTA_NEWEST[@]}" tests/delta "$@"
   else
     skip delta-newest "its setup failed"
   fi
+  run installed bash scripts/test-installed.sh "$@"
+  run installed-lowest bash scripts/test-installed.sh lowest "$@"
 }
 
 T0=$SECONDS
