@@ -114,3 +114,34 @@ def wait_for(condition, what: str, timeout: float = WAIT):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.1)
+
+
+def paused_server(tmp_path_factory, name: str):
+    """A server whose batches stop after the first map is merged while `server.pause` exists
+    (faults.point batch.map_merged; `server.base / "pause.reached"` says one got there).
+    A generator, for a module fixture: yields the server, stops it after."""
+    connect_client_or_skip()
+    server_or_skip()
+    base = tmp_path_factory.mktemp(name)
+    pause = base / "pause"
+    s = Server(base, str(base / "wh"), env_extra={"VIEWLET_PAUSE": f"batch.map_merged={pause}"})
+    s.base, s.pause = base, pause
+    yield s
+    s.stop()
+
+
+def totals_with_a_pending_batch(server, spark):
+    """View `totals` (SUM and COUNT by k) over a new table of `server.base`, then one commit it
+    has not consumed; (its query, Spark's rows of batch 0)."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    orders = str(server.base / "orders")
+    write_deltalake(orders, pa.table({"k": pa.array([1, 1, 2], pa.int64()),
+                                      "v": pa.array([10, 20, 5], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    query = f"SELECT k, SUM(v) AS s, COUNT(*) AS n FROM delta.`{orders}` GROUP BY k"
+    spark.sql(f"CREATE INCREMENTAL VIEW totals AS {query}").collect()
+    before = spark.createDataFrame(spark.sql(query).collect())
+    write_deltalake(orders, pa.table({"k": pa.array([2, 3], pa.int64()),
+                                      "v": pa.array([7, 30], pa.int64())}), mode="append")
+    return query, before

@@ -13,39 +13,22 @@ import subprocess
 import sys
 import textwrap
 
-import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
-from deltalake import write_deltalake
 
-from .server import WAIT, Server, connect_client_or_skip, server_env, server_or_skip, wait_for
+from .server import WAIT, paused_server, server_env, totals_with_a_pending_batch, wait_for
 
 
 @pytest.fixture(scope="module")
 def held_server(tmp_path_factory):
-    connect_client_or_skip()
-    server_or_skip()
-    base = tmp_path_factory.mktemp("connect-disconnect")
-    pause = base / "pause"
-    s = Server(base, str(base / "wh"), env_extra={"VIEWLET_PAUSE": f"batch.map_merged={pause}"})
-    s.base, s.pause = base, pause
-    yield s
-    s.stop()
+    yield from paused_server(tmp_path_factory, "connect-disconnect")
 
 
 def test_client_killed_mid_refresh_leaves_the_batch_whole(held_server):
     server = held_server
     spark = server.client()
     try:
-        orders = str(server.base / "orders")
-        write_deltalake(orders, pa.table({"k": pa.array([1, 1, 2], pa.int64()),
-                                          "v": pa.array([10, 20, 5], pa.int64())}),
-                        configuration={"delta.enableChangeDataFeed": "true"})
-        query = f"SELECT k, SUM(v) AS s, COUNT(*) AS n FROM delta.`{orders}` GROUP BY k"
-        spark.sql(f"CREATE INCREMENTAL VIEW totals AS {query}").collect()
-        before = spark.createDataFrame(spark.sql(query).collect())   # Spark's rows, batch 0
-        write_deltalake(orders, pa.table({"k": pa.array([2, 3], pa.int64()),
-                                          "v": pa.array([7, 30], pa.int64())}), mode="append")
+        query, before = totals_with_a_pending_batch(server, spark)   # batch 0 shown
 
         server.pause.touch()
         client = subprocess.Popen(
