@@ -24,7 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT = 0, 1, 2
 
@@ -159,14 +159,35 @@ def _sql_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _launcher_arguments(parser: argparse.ArgumentParser, argv: List[str]):
+    """(the launcher's options, the arguments it passes on to Spark's: those it does not
+    know, and all after `--`)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, passthrough = parser.parse_known_args(argv[:cut])
+    return args, passthrough + argv[cut + 1:]
+
+
+def _not_launched(prog: str, args, argv_: List[str], env: Dict[str, str]) -> Optional[int]:
+    """The exit status when the command is not run (--print-command, no Java); else None,
+    the Spark state directory prepared."""
+    from . import shell
+    if args.print_command:
+        print(shell.format_command(argv_, env))
+        return EXIT_OK
+    problem = java_problem()
+    if problem:
+        print(f"{prog}: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    shell.prepare_state_dir(args.warehouse)
+    return None
+
+
 def _sql(argv: List[str]) -> int:
     from ..errors import ViewletError
     from ..jvm.build import ViewletBuildError
     from . import shell
 
-    cut = argv.index("--") if "--" in argv else len(argv)
-    args, passthrough = _sql_parser().parse_known_args(argv[:cut])
-    passthrough += argv[cut + 1:]
+    args, passthrough = _launcher_arguments(_sql_parser(), argv)
     try:
         from ..jvm import jar_path
         argv_, env = shell.spark_sql_command(args.warehouse, passthrough, jar_path(),
@@ -174,14 +195,9 @@ def _sql(argv: List[str]) -> int:
     except (shell.ShellUnavailable, ViewletBuildError, ViewletError) as e:
         print(f"viewlet sql: {e}", file=sys.stderr)
         return EXIT_ENVIRONMENT
-    if args.print_command:
-        print(shell.format_command(argv_, env))
-        return EXIT_OK
-    problem = java_problem()
-    if problem:
-        print(f"viewlet sql: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    shell.prepare_state_dir(args.warehouse)
+    status = _not_launched("viewlet sql", args, argv_, env)
+    if status is not None:
+        return status
     sys.stdout.flush()
     sys.stderr.flush()
     # Replace this process: the shell owns the terminal, its signals and the exit status.
@@ -229,11 +245,9 @@ def _connect_server(argv: List[str]) -> int:
 
     from ..errors import ViewletError
     from ..jvm.build import ViewletBuildError
-    from . import connect, shell
+    from . import connect
 
-    cut = argv.index("--") if "--" in argv else len(argv)
-    args, passthrough = _connect_server_parser().parse_known_args(argv[:cut])
-    passthrough += argv[cut + 1:]
+    args, passthrough = _launcher_arguments(_connect_server_parser(), argv)
     try:
         from ..jvm import jar_path
         argv_, env, url = connect.connect_server_command(
@@ -242,14 +256,9 @@ def _connect_server(argv: List[str]) -> int:
     except (connect.ConnectUnavailable, ViewletBuildError, ViewletError) as e:
         print(f"viewlet connect-server: {e}", file=sys.stderr)
         return EXIT_ENVIRONMENT
-    if args.print_command:
-        print(shell.format_command(argv_, env))
-        return EXIT_OK
-    problem = java_problem()
-    if problem:
-        print(f"viewlet connect-server: {problem}\n\n{_JAVA_HELP}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    shell.prepare_state_dir(args.warehouse)
+    status = _not_launched("viewlet connect-server", args, argv_, env)
+    if status is not None:
+        return status
     sys.stdout.flush()
     server = subprocess.Popen(argv_, env=dict(os.environ, **env))
     # SIGTERM (a service manager, a test) stops the server too; Ctrl-C reaches both already.
