@@ -112,3 +112,25 @@ def test_change_rows_are_counted_exactly_when_the_bound_would_decide(tmp_path):
     assert bound > deleted                             # bytes, at least one a row
     assert store.change_rows_estimate(table, 0, 1, exact_above=bound) == bound
     assert store.change_rows_estimate(table, 0, 1, exact_above=bound - 1) == deleted
+
+
+def test_a_row_is_weighed_as_it_will_be_in_memory(tmp_path):
+    """Repeated long strings compress to almost nothing on disk (dictionary pages); in
+    memory (Arrow) each row holds its string whole: row_bytes weighs that, from a sample of
+    the changes' own files (a change data file here)."""
+    store = DeltaRsStore()
+    table = str(tmp_path / "t")
+    n, width = 20_000, 1000
+    tags = ["x" * width, "y" * width]
+    write_deltalake(table, pa.table({"k": pa.array(range(n), pa.int64()),
+                                     "tag": pa.array([tags[i % 2] for i in range(n)])}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    DeltaTable(table).delete("k % 2 = 0")
+    files = store.change_files(table, 0, 1)
+    on_disk = sum(os.path.getsize(f.uri.replace("file://", "")) for f in files)
+    weight = store.row_bytes(table, [f.uri for f in files])
+    # each row: its int64, its string's bytes and offset; a change data file adds the change
+    # type (a short string)
+    assert width + 8 + 4 <= weight <= width + 8 + 4 + 64
+    assert weight * (n // 2) > 50 * on_disk
+    assert store.row_bytes(table, [str(tmp_path / "vacuumed.parquet")]) is None

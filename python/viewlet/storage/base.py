@@ -224,6 +224,12 @@ class TableStore(ABC):
         footers give (one small read a file, only when the bound would decide)."""
 
     @abstractmethod
+    def row_bytes(self, path: str, files: Sequence[str]) -> Optional[float]:
+        """Bytes a row of the table at `path` takes in memory as Arrow (strings decoded),
+        sampled from the first rows of the first of `files` (URIs of its data files) that
+        can be read and holds rows; None when none can. The policy weighs batches by it."""
+
+    @abstractmethod
     def describe_files(self, path: str, relative_paths: Sequence[str]) -> List[DataFile]:
         """The files at these paths (relative to the table at `path`, written there by
         another engine) with the row counts and statistics their add actions need."""

@@ -22,6 +22,7 @@ _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1
 # Reader features a plain Parquet read of the snapshot files would get wrong.
 _UNREADABLE_FEATURES = {"columnMapping"}
 _SNAPSHOTS_KEPT = 512
+ROW_SAMPLE = 4096                 # rows read to weigh a row in memory (row_bytes)
 
 
 def _dl():
@@ -308,6 +309,20 @@ class DeltaRsStore(TableStore):
         added = [unquote(p) for p, _, was_added in unknown if was_added]
         counted = {f.path: f.rows for f in self.describe_files(path, added)} if added else {}
         return total + sum(counted.get(unquote(p), size) for p, size, _ in unknown)
+
+    def row_bytes(self, path, files):
+        import pyarrow.parquet as pq
+        fs, paths = _filesystem(path, [_local(f) if f.startswith("file:") else f for f in files],
+                                self.options)
+        for name in paths:
+            try:
+                source = name if fs is None else fs.open_input_file(name)
+                batch = next(pq.ParquetFile(source).iter_batches(batch_size=ROW_SAMPLE), None)
+            except OSError:
+                continue            # vacuumed, or unreadable here: another file may do
+            if batch is not None and batch.num_rows:
+                return batch.nbytes / batch.num_rows
+        return None
 
     def describe_files(self, path, relative_paths):
         import pyarrow.parquet as pq

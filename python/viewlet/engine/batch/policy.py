@@ -9,8 +9,10 @@ too large to pass through the driver. The rules, each a function below:
 
   * `scale_out`, before anything is read: `engine = 'distributed'`, or under auto a batch
     whose changes hold more than spark.viewlet.distributed.minChangeRows rows (the log's
-    row counts of the files holding them). A top-N view or one with window functions keeps
-    its ordered rows or recomputes partitions in the driver: never distributed.
+    row counts of the files holding them) or would take more than a quarter of
+    spark.driver.memory in memory (their rows times a row's Arrow bytes, sampled from their
+    files). A top-N view or one with window functions keeps its ordered rows or recomputes
+    partitions in the driver: never distributed.
   * `choose`, once the changes are read: `engine = 'spark'` (or 'distributed' for a batch
     that did not scale out): Spark. A view whose SQL the local target cannot evaluate with
     Spark's exact results (a function without a checked equivalent, a cast whose rounding
@@ -59,23 +61,58 @@ def scale_out(view, record: BatchRecord) -> Optional[str]:
     if settings.engine != AUTO:
         return None
     limit = settings.min_change_rows
-    rows = change_rows_estimate(view, record)
-    if rows > limit:
-        return (f"its changes hold about {rows:,} rows, more than {MIN_ROWS_CONF} = "
+    rows = change_rows_by_relation(view, record)
+    total = sum(rows.values())
+    if total > limit:
+        return (f"its changes hold about {total:,} rows, more than {MIN_ROWS_CONF} = "
                 f"{limit:,}: nothing is collected to the driver")
+    if total >= WEIGHED_FROM_ROWS:
+        size, heap = change_bytes_estimate(view, record, rows), settings.driver_memory
+        if size > heap // DRIVER_SHARE:
+            return (f"its changes take about {size_text(size)} in memory, more than a quarter "
+                    f"of spark.driver.memory ({size_text(heap)}): nothing is collected to the "
+                    "driver")
     return None
 
 
+# a batch's changes may take this share of the driver's heap (Spark holds them there too)
+DRIVER_SHARE = 4
+# smaller batches are not weighed: a sample read costs more than it could tell
+WEIGHED_FROM_ROWS = 50_000
+
+
 def change_rows_estimate(view, record: BatchRecord) -> int:
-    """The rows of the files holding the batch's changes, from the Delta log (files without
-    statistics counted exactly once the bound would send the batch to the executors)."""
+    """The rows of the files holding the batch's changes (change_rows_by_relation)."""
+    return sum(change_rows_by_relation(view, record).values())
+
+
+def change_rows_by_relation(view, record: BatchRecord) -> Dict[str, int]:
+    """The rows of the files holding the batch's changes per relation, from the Delta log
+    (files without statistics counted exactly once the bound would send the batch to the
+    executors)."""
     store = view.ctx.store
     limit = view.settings.min_change_rows
-    total = 0
+    total, out = 0, {}
     for rel, (after, to) in record.ranges.items():
         if to > after:
-            total += store.change_rows_estimate(view.table_path(rel), after, to,
-                                                exact_above=max(0, limit - total))
+            out[rel] = store.change_rows_estimate(view.table_path(rel), after, to,
+                                                  exact_above=max(0, limit - total))
+            total += out[rel]
+    return out
+
+
+def change_bytes_estimate(view, record: BatchRecord, rows: Dict[str, int]) -> int:
+    """The bytes the batch's changes take in memory as Arrow: each relation's rows times a
+    row's bytes, sampled from the largest files holding its changes."""
+    store, total = view.ctx.store, 0
+    for rel, n in rows.items():
+        if not n:
+            continue
+        path = view.table_path(rel)
+        after, to = record.ranges[rel]
+        files = sorted(store.change_files(path, after, to), key=lambda f: -(f.rows or 0))
+        width = store.row_bytes(path, [f.uri for f in files[:3]])
+        total += int(n * (width or 0))
     return total
 
 

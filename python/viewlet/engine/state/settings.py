@@ -125,8 +125,12 @@ class Settings:
         raw = self._conf(MEMORY_CONF)
         if raw is not None:
             return parse_bytes(raw, MEMORY_CONF)
-        return int(MEMORY_SHARE * parse_bytes(self._conf("spark.driver.memory", "1g") or "1g",
-                                              "spark.driver.memory"))
+        return int(MEMORY_SHARE * self.driver_memory)
+
+    @cached_property
+    def driver_memory(self) -> int:
+        """The driver JVM's heap: spark.driver.memory in bytes (Spark's default 1g)."""
+        return parse_bytes(self._conf("spark.driver.memory", "1g") or "1g", "spark.driver.memory")
 
     # -- how views are written -----------------------------------------------------------
     @property
