@@ -136,7 +136,8 @@ def pytest_configure(config):
 # VIEWLET_TEST_SUBSET picks a named part of the collected tests (scripts/test.sh):
 #   representative  the other end of the Spark range: the oracle modules' first case of
 #                   each test function (their other tests whole), the DDL, JVM, shell and
-#                   pipelines and Spark Connect tests, TPC-H's smallest views
+#                   pipelines and Spark Connect tests, TPC-H's smallest views, map types of
+#                   a few views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
 #                   test (case), TPC-H Q5, Q8, Q21 and Q22a
 ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
@@ -151,7 +152,10 @@ WHOLE_MODULES = ("test_ddl", "test_databricks_ddl", "test_extension", "test_delt
                  "test_connect_launcher")
 # subset -> (cases kept per test function, or per module when None; chosen cases by module)
 SUBSETS = {
-    "representative": (1, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001")}),
+    "representative": (1, {"test_tpch_nested": ("q1-sf0.001", "q6-sf0.001", "q21-sf0.001"),
+                           # CREATE's own typing against this Spark's analyzer
+                           "test_map_types": ("q8", "q22a", "avg_nullable", "joined_date_trunc",
+                                              "group_by_expression_double")}),
     "restart": (None, {"test_tpch_nested": ("q5-sf0.001", "q8-sf0.001", "q21-sf0.001",
                                             "q22a-sf0.01")}),
 }

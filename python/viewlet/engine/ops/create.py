@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 
 from ...errors import ViewAlreadyExists
 from ...frontend.lexical import quote_identifier
+from ...plan.local.types import NotLocal
 from ..batch import policy
 from ..batch.drift import table_ids
 from ..batch.local import LOCAL_FAILURES, failure_text
@@ -54,7 +55,7 @@ from ..state.view import LoadedView, Resident
 from . import probe
 from .bases import UNKNOWN_ROWS, base_rows, load_versions
 from .load import (SnapshotSource, collect, create_map, create_result, initial_map, initial_result,
-                   load_compiled, local_maps, staged)
+                   load_compiled, local_maps, staged, typed_map)
 from .results import Created
 
 log = logging.getLogger("viewlet")
@@ -86,7 +87,9 @@ class _Plan:
     versions: Dict[str, int]          # relation -> the version its maps are loaded at
     frames: Dict[str, DataFrame]      # table location -> the table at that version
     location_of: Callable
-    parts: Dict[str, DataFrame]       # the maps to load (not kept): their rows, lazily
+    # the maps to load (not kept): their rows as Spark queries, not yet run (None: typed
+    # without Spark, computed in the driver)
+    parts: Dict[str, Optional[DataFrame]]
     source: SnapshotSource
     first_batch: int                  # the load's number in the view's history
     carried: Optional[pa.Table]       # the history of the view it rebuilds
@@ -225,16 +228,43 @@ def _plan(c: _Creation) -> _Plan:
 
 def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
                location_of: Callable, output_types, agg_types, layout: ResultLayout) -> _Plan:
-    """Each map's physical columns (Spark decides them from the maps' queries, not yet run)
-    or the replaced view's map it keeps, the view's definition, where the maps load."""
+    """Where the maps load (batch/policy.py for_load), then each map's physical columns and
+    the view's definition: typed without Spark and computed in the driver when the local
+    target can (a wide join's dozens of maps cost a Spark analysis each otherwise), else
+    typed by Spark's analyzer and loaded by Spark."""
+    rows = base_rows(c.ctx, c.compiled, source.versions)
+    c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
+    choice = policy.for_load(c.settings, rows)
+    args = (c, source, frames, location_of, output_types, agg_types, layout, rows)
+    if choice.target == LOCAL:
+        try:
+            plan = _planned(*args, choice, typed=True)
+        except NotLocal as e:
+            choice = policy.after_failed_load(e)
+        else:
+            plan.in_driver = _local_load(c, plan)
+            if plan.in_driver is not None:
+                return plan
+            choice = plan.choice
+    return _planned(*args, choice, typed=False)
+
+
+def _planned(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
+             location_of: Callable, output_types, agg_types, layout: ResultLayout, rows: int,
+             choice: policy.Choice, typed: bool) -> _Plan:
+    """Each map's physical columns (`typed`: by the local typer, else decided by Spark from
+    the maps' queries, not yet run) or the replaced view's map it keeps; the definition."""
     ctx, compiled = c.ctx, c.compiled
     spec, depth = compiled.spec, compiled.depth
     maps: Dict[str, MapSchema] = {}
-    parts: Dict[str, DataFrame] = {}
+    parts: Dict[str, Optional[DataFrame]] = {}
     if depth != 0:
         fingerprints = compiled.stored.map_fingerprints
         for m in compiled.program.maps.values():
-            schema, frame = initial_map(ctx, m, source)
+            if typed:
+                schema, frame = typed_map(m, compiled, c.settings.ansi), None
+            else:
+                schema, frame = initial_map(ctx, m, source)
             maps[m.name] = replace(schema, cluster=cluster_order(compiled.program, m.name))
             old = c.keep.take(m.name, fingerprints[m.name], maps[m.name]) if c.keep else None
             if old is not None:
@@ -258,13 +288,8 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
     if c.replacing is not None:     # the history goes on: batch numbers keep counting
         old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(c.replacing.id))
         carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
-    rows = base_rows(ctx, compiled, source.versions)
-    c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
-    plan = _Plan(view, source.versions, frames, location_of, parts, source, first_batch, carried,
-                 rows, policy.for_load(c.settings, rows))
-    if plan.choice.target == LOCAL:
-        plan.in_driver = _local_load(c, plan)
-    return plan
+    return _Plan(view, source.versions, frames, location_of, parts, source, first_batch, carried,
+                 rows, choice)
 
 
 def _carried_refresh(replacing: Optional[Entry]) -> Dict:

@@ -33,6 +33,8 @@ from pyspark.sql import DataFrame, functions as F
 
 from ...compiler.program import Program, Statement
 from ...frontend.spec import COUNT_COLUMN
+from ...plan.definitions import definition_types, spark_type_name
+from ...plan.local import types as T
 from ...plan.lower import AtomSource, SqlBuilder, lower_query, q
 from ..batch.local import LocalTarget
 from ..batch.result_sql import multiset_params, result_rows_sql
@@ -101,6 +103,25 @@ def initial_map(ctx, m, source: SnapshotSource) -> Tuple[MapSchema, DataFrame]:
     union = union_all(parts)
     total = sum_by_keys(union, keys, values)
     return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
+
+
+def typed_map(m, compiled: CompiledView, ansi: bool) -> MapSchema:
+    """A map's physical schema as Spark would decide it (initial_map), typed without Spark
+    by the local target's typer (plan/definitions.py): a wide join's dozens of maps cost a
+    Spark analysis each otherwise. Raises NotLocal when a definition cannot be typed so."""
+    keys = [f"k{i}" for i in range(len(m.keys))]
+    columns = relation_columns(compiled.program)
+    relations = {}
+    for rel, names in columns.items():
+        types = {c.name.lower(): c.type for c in compiled.spec.tables[rel].columns}
+        relations[rel] = [(n, T.parse(types[n.lower()])) for n in names]
+    key_types: List[str] = []
+    values: Dict[str, str] = {}
+    for col, query in m.values.items():
+        types = dict(definition_types(query, keys, col, relations, ansi))
+        key_types = key_types or [spark_type_name(types[k]) for k in keys]
+        values[col] = normalize_value_type(spark_type_name(types[col]))
+    return MapSchema(keys, key_types, values)
 
 
 # -- in the driver ------------------------------------------------------------------------------

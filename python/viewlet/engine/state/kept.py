@@ -35,6 +35,7 @@ class Kept:
     def take(self, new_name: str, fingerprint: str, schema: MapSchema) -> Optional[KeptMap]:
         """The replaced view's map that `new_name` can keep (same content, same physical
         columns), or None; a map is kept by one new map at most."""
+        self.used.pop(new_name, None)      # planned again (typed by Spark): decided anew
         old = self.maps.get(fingerprint)
         if old is None or old in self.used.values() or not old.schema.same_columns(schema):
             return None
