@@ -6,12 +6,15 @@
 # Parts (each prints its output and time when it ends; the run fails if any part fails). They
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
-#   stream 1: main, seeds, newest
-#   stream 2: tpch, delta, spark, distributed, restart, delta-newest, installed, installed-lowest
+#   stream 1: main, seeds, restart
+#   stream 2: tpch, delta, spark, distributed, newest, delta-newest, installed, installed-lowest
+# (the two installed parts share ./build, so they run in one stream; the two ends' local Spark
+# Connect tests take turns on pyspark's fixed port through a lock, tests/connect)
 # The newest end's environments are set up in the background meanwhile.
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
-#                 the local target; it records the views it creates (the corpus below)
+#                 the local target; it records the views it creates (the corpus below); the
+#                 hash-seed test runs once, in the seeds part
 #   tpch          the TPC-H oracle, in a Spark driver of its own with Spark's default
 #                 memory (1g): CREATE and every REFRESH of every TPC-H view
 #   delta         tests/delta in a session with delta-spark 4.0.1 (its jar from Maven Central
@@ -60,6 +63,7 @@ ready() {   # ready END: wait for the setups; print END's; fail as it did
 }
 TPCH=tests/spark/test_tpch_nested.py
 ORACLE=tests/spark/test_random_oracle.py
+SEEDS=tests/compiler/test_deterministic.py   # run by the seeds part, with main's corpus
 LOW=(.venv/bin/python -m pytest)
 NEWEST=(.venv-newest/bin/python -m pytest)
 DELTA_NEWEST=(.venv-delta-newest/bin/python -m pytest)
@@ -78,17 +82,10 @@ skip() { echo 1 > "$LOGS/$1.rc"; echo "==== $1: not run ($2)"; }
 
 stream1() {
   run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
-    "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed --durations=15 "$@"
-  run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" tests/compiler/test_deterministic.py "$@"
-  # after main: pyspark's local Spark Connect mode (tests/connect) binds one fixed port
-  if ! ready newest; then
-    skip newest "its setup failed"
-  elif [ "$FULL" = 1 ]; then
-    run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
-  else
-    run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
-      --ignore=tests/installed "$@"
-  fi
+    "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed \
+    --ignore="$SEEDS" --durations=15 "$@"
+  run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" "$SEEDS" "$@"
+  run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
 }
 
 stream2() {
@@ -98,7 +95,14 @@ stream2() {
     "${LOW[@]}" "$ORACLE" -k "depthinf or star" "$@"
   run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
     "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or star" "$@"
-  run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
+  if ! ready newest; then
+    skip newest "its setup failed"
+  elif [ "$FULL" = 1 ]; then
+    run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
+  else
+    run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
+      --ignore=tests/installed "$@"
+  fi
   if ready delta-newest; then     # the setups are done: installed may build in ./build too
     run delta-newest env VIEWLET_TEST_DELTA_SPARK=1 "${DELTA_NEWEST[@]}" tests/delta "$@"
   else

@@ -4,9 +4,11 @@ own Python for Viewlet's statements, and the client runs them like any other. In
 process: a process holds one JVM, and pyspark refuses a local server next to a session."""
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .server import connect_client_or_skip, server_env, server_or_skip
@@ -18,8 +20,12 @@ def test_local_remote_session(tmp_path):
     connect_client_or_skip()
     server_or_skip()
     child = Path(__file__).with_name("local_child.py")
-    res = subprocess.run([sys.executable, str(child), str(tmp_path)], cwd=tmp_path,
-                         env=server_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    # pyspark's local server binds one fixed port: one such test at a time on this machine
+    # (CI runs both ends of the Spark range side by side)
+    with open(Path(tempfile.gettempdir()) / "viewlet-connect-local.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        res = subprocess.run([sys.executable, str(child), str(tmp_path)], cwd=tmp_path,
+                             env=server_env(), capture_output=True, text=True, timeout=TIMEOUT)
     lines = [line for line in res.stdout.splitlines() if line.startswith("RESULT ")]
     assert res.returncode == 0 and lines, res.stdout[-3000:] + res.stderr[-5000:]
     out = json.loads(lines[0][len("RESULT "):])

@@ -114,7 +114,7 @@ def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark,
         spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
     try:
         deletion_vectors_seen = False
-        for i in range(6):
+        for i in range(4):
             if i:
                 work.batch()
                 for view in VIEWS:
