@@ -116,6 +116,14 @@ def test_markdown_and_plots(smoke):
     for v in VIEWS:
         for m in METHODS:
             assert f"| {v} | {m} |" in md
+    # every CREATE beside the Spark recompute of its query: seconds and their ratio
+    results = json.loads((out / "results.json").read_text())
+    spark = {s["view"]: s["median_seconds"] for s in results["summary"] if s["method"] == "spark"}
+    for v in (v for v in results["views"] if v["status"] == "created"):
+        row = next(line for line in md.splitlines()
+                   if line.startswith(f"| {v['view']} (SF 0.002) | {v['method']} | created |"))
+        ratio = row.split("|")[-2].strip()
+        assert ratio == f"{v['create_seconds'] / spark[v['view']]:.1f}x", row
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert pngs == ["refresh_vs_batch_size_sf0.002.png", "refresh_vs_scale_batch200.png"]
     for p in pngs:

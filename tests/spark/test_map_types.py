@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import viewlet
-from viewlet.engine.ops.load import SnapshotSource, initial_map, typed_map
+from viewlet.engine.ops.load import SnapshotSource, initial_map, relation_types, typed_map
 from viewlet.engine.state.program import compile_definition
 from viewlet.plan.local.types import NotLocal
 from viewlet.tools.demo import load_query
@@ -44,12 +44,12 @@ def test_maps_are_typed_as_spark_types_them(spark, vl, tables, name):
     compiled = compile_definition(QUERIES[name], ctx.resolver(), None)
     versions = {rel: ctx.store.version(t.id) for rel, t in compiled.spec.tables.items()}
     source = SnapshotSource(ctx, compiled, versions)
-    typed = 0
+    typed, relations = 0, relation_types(compiled)
     try:
         for m in compiled.program.maps.values():
             by_spark, _ = initial_map(ctx, m, source)
             try:
-                ours = typed_map(m, compiled, ansi=True)
+                ours = typed_map(m, relations, ansi=True)
             except NotLocal:
                 continue                   # loaded (and typed) by Spark
             typed += 1

@@ -166,7 +166,8 @@ def write_result(view: LoadedView, record: BatchRecord, spark, totals: Dict[str,
             .distinct() if keys else None
         stats.result_rows_changed = new_state.count()
         progress.step("rewriting the result table's files of the touched groups")
-        _rewrite_result(view, record, ins, groups, [c for c, _, _ in keys])
+        _rewrite_result(view, record, ins, groups, [c for c, _, _ in keys],
+                        stats.result_rows_changed)
     finally:
         new_state.unpersist()
     stats.seconds["merge_result"] = time.perf_counter() - t0
@@ -219,9 +220,10 @@ def _files_with(snap, keys: DataFrame, key_columns) -> List[str]:
 
 
 def _rewrite_result(view: LoadedView, record: BatchRecord, ins: DataFrame,
-                    groups: Optional[DataFrame], keys) -> None:
+                    groups: Optional[DataFrame], keys, touched: int) -> None:
     """Replace the result files holding a touched group by their other rows plus `ins`,
-    one commit with the batch's transaction id (a global aggregate: every file)."""
+    one commit with the batch's transaction id (a global aggregate, or `touched` groups
+    that are most of the result's rows: every file, without a job to find them)."""
     ctx = view.ctx
     path = view.result_path
     txn = view.txn(record.batch)
@@ -231,7 +233,8 @@ def _rewrite_result(view: LoadedView, record: BatchRecord, ins: DataFrame,
     snap = ctx.store.snapshot(path, version)
     spark = ins.sparkSession
     by_name = {f.rsplit("/", 1)[-1]: f for f in snap.files}
-    if groups is None:
+    rows = snapshot_rows(snap)              # 0: no statistics, files found by the join
+    if groups is None or (rows and touched * 2 >= rows):
         hit = set(by_name)
     else:
         hit = set(_files_with(snap, groups, keys)) if snap.files else set()

@@ -6,7 +6,8 @@
             same versions), Spark's types of the outputs and aggregates, the result's layout,
             each map's physical columns (or the replaced view's map it keeps), where the maps
             load (batch/policy.py): the view's definition, before anything is written
-  execute   the maps loaded (ops/load.py), the first result written
+  execute   the maps loaded (ops/load.py), the first result written (computed in the driver
+            from maps computed there, else by Spark)
   commit    the manifest's first row, the catalog entry (added, or swapped for the one it
             rebuilds), the view in Spark's catalog, the maps just loaded kept hot
 
@@ -30,7 +31,7 @@ from ...frontend.lexical import quote_identifier
 from ...plan.local.types import NotLocal
 from ..batch import policy
 from ..batch.drift import table_ids
-from ..batch.local import LOCAL_FAILURES, failure_text
+from ..batch.local import LOCAL_FAILURES, failure_text, local_result_rows
 from ..batch.result_sql import multiset_params
 from ..batch.spark import sum_by_keys
 from ..batch.window_sql import window_sql
@@ -38,7 +39,8 @@ from ..maintain.maps import cluster_order, write_initial
 from ..maintain.topn import first_rows, prefilter_sql, result_types, sort_keys, visible
 from ..runtime.progress import Progress
 from ..spark.catalog_views import result_properties
-from ..spark.io import arrow_schema, frame_arrow, read_table
+from ..maintain.grouped import result_arrow_schema
+from ..spark.io import arrow_schema, frame_arrow, read_table, spark_schema
 from ..state import published
 from ..state.catalog import Entry, validate_name
 from ..state.definition import MapSchema, ViewDefinition
@@ -55,7 +57,7 @@ from ..state.view import LoadedView, Resident
 from . import probe
 from .bases import UNKNOWN_ROWS, base_rows, load_versions
 from .load import (SnapshotSource, collect, create_map, create_result, initial_map, initial_result,
-                   load_compiled, local_maps, staged, typed_map)
+                   load_compiled, local_maps, relation_types, staged, typed_map)
 from .results import Created
 
 log = logging.getLogger("viewlet")
@@ -260,9 +262,10 @@ def _planned(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
     parts: Dict[str, Optional[DataFrame]] = {}
     if depth != 0:
         fingerprints = compiled.stored.map_fingerprints
+        relations = relation_types(compiled) if typed else {}
         for m in compiled.program.maps.values():
             if typed:
-                schema, frame = typed_map(m, compiled, c.settings.ansi), None
+                schema, frame = typed_map(m, relations, c.settings.ansi), None
             else:
                 schema, frame = initial_map(ctx, m, source)
             maps[m.name] = replace(schema, cluster=cluster_order(compiled.program, m.name))
@@ -357,6 +360,16 @@ def _execute(c: _Creation, plan: _Plan):
                 if ctx.hot_maps.fits(sum(t.nbytes for t in plan.warm.values()) + written.nbytes):
                     plan.warm[part] = written
                 del data, written
+        properties = result_properties(c.name, ctx.layout.catalog)
+        if plan.in_driver is not None and sources <= set(source_rows) and top is None \
+                and definition.inner is None:
+            progress.step(f"loading the result table ({len(parts) + 1}/{len(parts) + 1})")
+            result = _first_result_in_driver(c, view, source_rows)
+            if result is not None:
+                plan.source.release()
+                ctx.store.create(view.result_path, result, txn=txn, properties=properties)
+                return result.num_rows, None
+        if not scale_out:
             read = staged(ctx, source_rows, scratch)
         for part in (sources - set(parts)) if keep is not None else ():
             # kept from the replaced view: read where they are, one row per key (a map
@@ -377,7 +390,6 @@ def _execute(c: _Creation, plan: _Plan):
             keys = sort_keys(top, definition.result)
             rows = rows.sparkSession.sql(prefilter_sql(
                 "SELECT * FROM {d}", top, keys, result_types(view)), d=rows)
-        properties = result_properties(c.name, ctx.layout.catalog)
         if scale_out and top is None:
             result_rows = create_result(ctx, view.result_path, rows, txn, properties)
         else:
@@ -394,6 +406,38 @@ def _execute(c: _Creation, plan: _Plan):
         ctx.store.drop(scratch)
     del source_rows
     return result_rows, ordered
+
+
+def _first_result_in_driver(c: _Creation, view: LoadedView,
+                            maps: Dict[str, pa.Table]) -> Optional[pa.Table]:
+    """The first result computed in the driver from the view state and multisets just
+    computed there, by the result SQL a batch runs for the groups it touches (here every
+    group), in the schema Spark gives that SQL (an analysis, no job); None when the local
+    target cannot run it: Spark computes it then."""
+    compiled, definition = c.compiled, view.definition
+    state_name = compiled.program.view_map
+    state_schema = view.map_arrow_schema(state_name)
+    state = maps[state_name].select(state_schema.names).cast(state_schema)
+    if definition.state_layout.is_global and state.num_rows == 0:
+        # a global aggregate has one result row even over no input
+        state = pa.table({f.name: pa.array([0], f.type) for f in state_schema}, schema=state_schema)
+    multisets = {}
+    for m, param in multiset_params(compiled.spec).items():
+        schema = view.map_arrow_schema(m)
+        multisets[param] = maps[m].select(schema.names).cast(schema)
+    try:
+        rows = local_result_rows(view, state, multisets, result_arrow_schema(view))
+    except LOCAL_FAILURES as e:
+        log.info("View %s: first result on Spark (the local target cannot: %s)", c.name,
+                 failure_text(e))
+        return None
+    empty = {name: c.ctx.spark.createDataFrame([], spark_schema(t.schema))
+             for name, t in maps.items()}
+    spark_rows = initial_result(c.ctx, compiled, definition, empty, None, None)
+    if sorted(spark_rows.columns) != sorted(rows.column_names):  # pragma: no cover - a bug
+        raise AssertionError(f"result columns {rows.column_names} are not Spark's "
+                             f"{spark_rows.columns}")
+    return rows.select(spark_rows.columns).cast(arrow_schema(spark_rows.schema))
 
 
 # -- commit -----------------------------------------------------------------------------------

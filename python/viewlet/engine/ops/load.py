@@ -105,16 +105,22 @@ def initial_map(ctx, m, source: SnapshotSource) -> Tuple[MapSchema, DataFrame]:
     return schema, total.where(" OR ".join(f"{q(c)} <> 0" for c in m.zero_columns()))
 
 
-def typed_map(m, compiled: CompiledView, ansi: bool) -> MapSchema:
-    """A map's physical schema as Spark would decide it (initial_map), typed without Spark
-    by the local target's typer (plan/definitions.py): a wide join's dozens of maps cost a
-    Spark analysis each otherwise. Raises NotLocal when a definition cannot be typed so."""
-    keys = [f"k{i}" for i in range(len(m.keys))]
-    columns = relation_columns(compiled.program)
-    relations = {}
-    for rel, names in columns.items():
+def relation_types(compiled: CompiledView) -> Dict[str, List[Tuple[str, T.SparkType]]]:
+    """The Spark types of the base columns each relation contributes to the view's program
+    (what typed_map types definitions over)."""
+    out = {}
+    for rel, names in relation_columns(compiled.program).items():
         types = {c.name.lower(): c.type for c in compiled.spec.tables[rel].columns}
-        relations[rel] = [(n, T.parse(types[n.lower()])) for n in names]
+        out[rel] = [(n, T.parse(types[n.lower()])) for n in names]
+    return out
+
+
+def typed_map(m, relations: Dict[str, List[Tuple[str, T.SparkType]]], ansi: bool) -> MapSchema:
+    """A map's physical schema as Spark would decide it (initial_map), typed without Spark
+    by the local target's typer (plan/definitions.py) over `relations` (relation_types): a
+    wide join's dozens of maps cost a Spark analysis each otherwise. Raises NotLocal when a
+    definition cannot be typed so."""
+    keys = [f"k{i}" for i in range(len(m.keys))]
     key_types: List[str] = []
     values: Dict[str, str] = {}
     for col, query in m.values.items():

@@ -286,6 +286,17 @@ def _tables(results) -> List[str]:
     return lines
 
 
+def _recompute_seconds(summary) -> Dict[tuple, float]:
+    """(scale, view) -> the Spark recompute's median seconds at the smallest batch size."""
+    out: Dict[tuple, tuple] = {}
+    for s in summary:
+        if s["method"] == runner.SPARK:
+            key = (s["scale"], s["view"])
+            if key not in out or s["batch_size"] < out[key][0]:
+                out[key] = (s["batch_size"], s["median_seconds"])
+    return {k: v[1] for k, v in out.items()}
+
+
 def _map_rows(s) -> str:
     if s.get("map_rows_read") is None:
         return ""
@@ -346,11 +357,19 @@ def markdown(results: Dict, plots: List[str]) -> str:
              "MERGE into maps and change-feed reads, are not included). Memory peaks are per "
              "step: JVM heap pools' peak usage and the Python process's peak RSS. "
              "Maps on disk: live snapshot of every map table after the last batch.", "",
-             "## Views", "", "| view | method | status | maps | CREATE s |", "|---|---|---|--:|--:|"]
+             "## Views", "",
+             "CREATE beside the Spark recompute of the same query at that scale (its median "
+             "over the first batch size's batches).", "",
+             "| view | method | status | maps | CREATE s | Spark recompute s "
+             "| CREATE / recompute |", "|---|---|---|--:|--:|--:|--:|"]
+    recompute = _recompute_seconds(results["summary"])
     for v in results["views"]:
         status = v["status"].replace("|", "\\|").replace("\n", " ")
+        base, create = recompute.get((v["scale"], v["view"])), v.get("create_seconds")
+        ratio = f"{create / base:.1f}x" if base and create is not None else ""
         lines.append(f"| {v['view']} (SF {v['scale']:g}) | {v['method']} | {status} | "
-                     f"{v.get('maps', '')} | {_num(v.get('create_seconds'), '{:.1f}')} |")
+                     f"{v.get('maps', '')} | {_num(create, '{:.1f}')} | "
+                     f"{_num(base, '{:.2f}')} | {ratio} |")
     lines += ["", "## Per-batch refresh and recompute"]
     lines += _tables(results)
     lines += ["", "## Where the refresh time goes", "",
