@@ -312,8 +312,7 @@ class DeltaRsStore(TableStore):
 
     def row_bytes(self, path, files):
         import pyarrow.parquet as pq
-        fs, paths = _filesystem(path, [_local(f) if f.startswith("file:") else f for f in files],
-                                self.options)
+        fs, paths = _filesystem(path, list(files), self.options)
         for name in paths:
             try:
                 source = name if fs is None else fs.open_input_file(name)

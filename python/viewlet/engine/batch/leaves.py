@@ -226,12 +226,17 @@ class FrameLeaves:
         return self._maps[leaf.name]
 
 
+def typed_columns(table, names) -> List:
+    """The columns `names` of a base table (TableInfo) with their Spark types, as the
+    local typer reads them (names matched case-insensitively, as Spark does)."""
+    types = {c.name.lower(): c.type for c in table.columns}
+    return [(n, T.parse(types[n.lower()])) for n in names]
+
+
 def leaf_columns(view, leaf: Leaf) -> List:
     """The Spark-typed columns of a leaf, as the plan reads them."""
     if leaf.kind in ("delta", "rel"):
-        table = view.compiled.spec.tables[leaf.name]
-        types = {c.name.lower(): c.type for c in table.columns}
-        cols = [(c, T.parse(types[c.lower()])) for c in view.columns_of(leaf.name)]
+        cols = typed_columns(view.compiled.spec.tables[leaf.name], view.columns_of(leaf.name))
         return cols + ([(MULT, T.BIGINT)] if leaf.kind == "delta" else [])
     schema = view.map_schema(leaf.name)
     return [(k, T.parse(t)) for k, t in zip(schema.keys, schema.key_types)] + \

@@ -36,6 +36,7 @@ from ...frontend.spec import COUNT_COLUMN
 from ...plan.definitions import definition_types, spark_type_name
 from ...plan.local import types as T
 from ...plan.lower import AtomSource, SqlBuilder, lower_query, q
+from ..batch.leaves import typed_columns
 from ..batch.local import LocalTarget
 from ..batch.result_sql import multiset_params, result_rows_sql
 from ..batch.spark import sum_by_keys
@@ -108,11 +109,8 @@ def initial_map(ctx, m, source: SnapshotSource) -> Tuple[MapSchema, DataFrame]:
 def relation_types(compiled: CompiledView) -> Dict[str, List[Tuple[str, T.SparkType]]]:
     """The Spark types of the base columns each relation contributes to the view's program
     (what typed_map types definitions over)."""
-    out = {}
-    for rel, names in relation_columns(compiled.program).items():
-        types = {c.name.lower(): c.type for c in compiled.spec.tables[rel].columns}
-        out[rel] = [(n, T.parse(types[n.lower()])) for n in names]
-    return out
+    return {rel: typed_columns(compiled.spec.tables[rel], names)
+            for rel, names in relation_columns(compiled.program).items()}
 
 
 def typed_map(m, relations: Dict[str, List[Tuple[str, T.SparkType]]], ansi: bool) -> MapSchema:
