@@ -431,8 +431,11 @@ def _first_result_in_driver(c: _Creation, view: LoadedView,
         log.info("View %s: first result on Spark (the local target cannot: %s)", c.name,
                  failure_text(e))
         return None
-    empty = {name: c.ctx.spark.createDataFrame([], spark_schema(t.schema))
-             for name, t in maps.items()}
+    # the result SQL reads the view state and the multisets only: a wide join has dozens of
+    # other maps, and each empty frame is a round trip to the JVM
+    read = [state_name, *multiset_params(compiled.spec)]
+    empty = {name: c.ctx.spark.createDataFrame([], spark_schema(maps[name].schema))
+             for name in read}
     spark_rows = initial_result(c.ctx, compiled, definition, empty, None, None)
     if sorted(spark_rows.columns) != sorted(rows.column_names):  # pragma: no cover - a bug
         raise AssertionError(f"result columns {rows.column_names} are not Spark's "
