@@ -90,13 +90,10 @@ def in_row_order(df):
     the sort). The oracle's results are small."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, MapType, StructType
-    keys = [F.hash(F.col(_quoted(f.name))) if isinstance(f.dataType, (ArrayType, MapType, StructType))
-            else F.col(_quoted(f.name)) for f in df.schema.fields]
+    from viewlet.plan.lower import q
+    keys = [F.hash(F.col(q(f.name))) if isinstance(f.dataType, (ArrayType, MapType, StructType))
+            else F.col(q(f.name)) for f in df.schema.fields]
     return df.coalesce(1).sortWithinPartitions(*keys)
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _without_metadata(df):
