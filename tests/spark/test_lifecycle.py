@@ -11,6 +11,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import AnalysisException, ParseException
 
+from viewlet import ViewletError
+from viewlet.api.context import Viewlet
 from viewlet.engine.maintain import apply
 from viewlet.engine.ops import create
 from viewlet.engine.state.program import StoredTables
@@ -109,6 +111,42 @@ def _no_feed_table(tmp_path, name):
     write_deltalake(path, pa.table({"k": pa.array([1, 2, 2], pa.int32())}))
     assert "delta.enableChangeDataFeed" not in DeltaTable(path).metadata().configuration
     return path
+
+
+@pytest.mark.parametrize("theirs_elsewhere,replace", [(False, False), (True, True),
+                                                       (True, False)])
+def test_registering_a_table_while_another_process_registers_it(spark, tmp_path,
+                                                                theirs_elsewhere, replace):
+    """Two processes started together register the same name: the one whose add loses the
+    race reads the catalog again and decides against the winner's entry (the same table:
+    registered; another table: replaced when asked, else the usual error)."""
+    warehouse = str(tmp_path / "wh")
+    first, second = (Viewlet(spark, warehouse) for _ in range(2))
+    ours = _no_feed_table(tmp_path, "ours")
+    theirs = _no_feed_table(tmp_path, "theirs") if theirs_elsewhere else ours
+    find = second.ctx.catalog.find
+    raced = []
+
+    def find_before_the_other_commits(name, kind=None):
+        if not raced:             # second read the catalog just before first's add landed
+            first.register_table(name, theirs)
+            raced.append(name)
+            return None
+        return find(name, kind)
+
+    second.ctx.catalog.find = find_before_the_other_commits
+    if theirs_elsewhere and not replace:
+        with pytest.raises(ViewletError, match="Pass replace=True"):
+            second.register_table("t", ours, replace=replace)
+        winner = theirs
+    else:
+        assert second.register_table("t", ours, replace=replace).status == "registered"
+        winner = ours
+    assert raced == ["t"]
+    fresh = Viewlet(spark, warehouse).ctx.catalog
+    assert [e.location for e in fresh.entries() if e.name == "t"] == \
+        [fresh.find("t").location]
+    assert fresh.find("t").location.rstrip("/").endswith(os.path.basename(winner))
 
 
 def test_change_feed_is_turned_on_only_when_asked(spark, vl, tmp_path):

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..errors import ViewNotFound, ViewletError
+from ..errors import ViewAlreadyExists, ViewNotFound, ViewletError
 from ..frontend.lexical import quote_identifier
 from ..plan.lower import q
 from ..storage.base import TableStore
@@ -34,6 +34,8 @@ from .state.view import LoadedView, Resident
 from .state.warehouse import WarehouseLayout, normalize_location
 
 log = logging.getLogger("viewlet")
+
+_REGISTER_ATTEMPTS = 3     # an add that lost the name to another process decides again
 
 
 class EngineContext:
@@ -202,18 +204,27 @@ class EngineContext:
         if not self.store.exists(location):
             raise ViewletError(f"No Delta table at {location}: register_table needs an existing "
                                "Delta table.")
-        existing = self.catalog.find(name)
-        if existing is not None:
-            if existing.kind == "view":
-                raise ViewletError(f"'{name}' is already an incremental view.")
-            if existing.location == location:
+        # Processes starting together (jobs, notebooks) register the same tables at once: the
+        # add that loses the name re-reads the catalog and decides again against the winner.
+        for _ in range(_REGISTER_ATTEMPTS):
+            existing = self.catalog.find(name)
+            if existing is not None:
+                if existing.kind == "view":
+                    raise ViewletError(f"'{name}' is already an incremental view.")
+                if existing.location == location:
+                    return Registered(name, location, "registered")
+                if not replace:
+                    raise ViewletError(f"Table name '{name}' is already registered for "
+                                       f"{existing.location}. Pass replace=True to point it "
+                                       "elsewhere.")
+                self.catalog.remove(existing.id)
+            try:
+                self.catalog.add(Entry(uuid.uuid4().hex, "table", name, location, {}))
                 return Registered(name, location, "registered")
-            if not replace:
-                raise ViewletError(f"Table name '{name}' is already registered for "
-                                   f"{existing.location}. Pass replace=True to point it elsewhere.")
-            self.catalog.remove(existing.id)
-        self.catalog.add(Entry(uuid.uuid4().hex, "table", name, location, {}))
-        return Registered(name, location, "registered")
+            except ViewAlreadyExists:
+                continue
+        raise ViewletError(f"Table name '{name}' kept being registered by other processes at the "
+                           "same time; register it again once they are done.")
 
     def resolve_relation(self, parts: List[str]) -> Optional[DataFrame]:
         """A DataFrame for a table reference Spark's catalog does not know, or None."""
