@@ -79,6 +79,11 @@ SCALARS = [
     "substr(t, 1)", "length(t)", "concat(t, '-', t)", "t || 'x'", "t = 'ab'", "t < 'ab'",
     "year(dt)", "month(dt)", "dayofmonth(dt)", "day(dt)", "quarter(dt)", "date_add(dt, 30)",
     "datediff(dt, DATE '2000-01-01')", "dt > DATE '2000-02-29'", "abs(d)", "abs(i)",
+    # date and interval: days, and months as ADD_MONTHS (the 31st clamped to a month's end)
+    "dt + INTERVAL '1' MONTH", "dt - INTERVAL '3' MONTH", "INTERVAL 3 MONTHS + dt",
+    "dt + INTERVAL '-1' MONTH", "dt + INTERVAL '2' YEAR", "dt + INTERVAL '1-2' YEAR TO MONTH",
+    "dt - INTERVAL '-1-5' YEAR TO MONTH", "dt + INTERVAL '90' DAY", "dt - INTERVAL 3 DAYS",
+    "dt < DATE '1996-01-01' + INTERVAL '3' MONTH",
     # NULLs skipped, widened (INTERSECT / EXCEPT ALL multiplicities are LEAST / GREATEST)
     "LEAST(i, b)", "GREATEST(i - b, 0)", "LEAST(d, e, i)", "GREATEST(d, NULL)",
 ]
@@ -175,6 +180,8 @@ def test_window_function_equals_spark(spark, tr, expr):
 @pytest.mark.parametrize("expr", ["upper(t)", "CAST(x AS DECIMAL(10,2))", "CAST(d AS STRING)",
                                   "CAST(t AS INT)", "round(d, 1)", "t LIKE t",
                                   "current_date()", "rand()", "x IN (SELECT 1)",
+                                  "dt + INTERVAL '3' HOUR", "dt + INTERVAL 1 YEAR 2 MONTHS",
+                                  "d + INTERVAL '1' DAY",
                                   "SUM(d) OVER (ORDER BY i RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)",
                                   "LAG(d) OVER (ORDER BY rid)"])
 def test_constructs_without_an_exact_equivalent_are_refused(tr, expr):
@@ -202,3 +209,25 @@ def test_division_by_zero_without_ansi_is_null(tr):
     got, _ = _local(data, engine, "SELECT rid, d / i AS v, b / i AS w FROM tr", ansi=False)
     zero = [r for r, i in zip(data.column("rid").to_pylist(), data.column("i").to_pylist()) if i == 0]
     assert zero and all(_rows(got, "v")[r] is None and _rows(got, "w")[r] is None for r in zero)
+
+
+def test_month_intervals_clamp_month_ends_as_spark(spark):
+    """Months added to the last days of months (leap years, centuries, NULL): Spark's
+    ADD_MONTHS clamps to the target month's last day, and so must the local target."""
+    days = [dt.date(1996, 1, 29), dt.date(1996, 1, 31), dt.date(1996, 2, 29), dt.date(1995, 12, 31),
+            dt.date(2000, 2, 29), dt.date(1900, 3, 31), dt.date(2023, 5, 31), None]
+    data = pa.table({"rid": pa.array(range(len(days)), pa.int32()),
+                     "dt": pa.array(days, pa.date32())})
+    spark.createDataFrame(data).createOrReplaceTempView("month_ends")
+    engine = LocalEngine(threads=1)
+    try:
+        for expr in ["dt + INTERVAL '1' MONTH", "dt - INTERVAL '1' MONTH", "dt + INTERVAL '1' YEAR",
+                     "dt + INTERVAL '1-1' YEAR TO MONTH", "INTERVAL 13 MONTHS + dt"]:
+            sql = f"SELECT rid, {expr} AS v FROM month_ends"
+            tree, _ = Translator({"month_ends": _columns(data)}).query(
+                sqlglot.parse_one(sql, read="spark"))
+            got = engine.query(tree.sql(dialect="duckdb"), {"month_ends": data})
+            want = {r["rid"]: r["v"] for r in spark.sql(sql).collect()}
+            assert _rows(got, "v") == want, expr
+    finally:
+        engine.close()

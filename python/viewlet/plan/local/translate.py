@@ -289,10 +289,29 @@ class Translator:
         return value, out
 
     def _e_Add(self, node, scope):
+        if isinstance(node.this, exp.Interval):       # INTERVAL '3' MONTH + d
+            return self._date_shift(node.expression, node.this, scope, 1)
+        if isinstance(node.expression, exp.Interval):
+            return self._date_shift(node.this, node.expression, scope, 1)
         return self._arith(node, scope, "+")
 
     def _e_Sub(self, node, scope):
+        if isinstance(node.expression, exp.Interval):
+            return self._date_shift(node.this, node.expression, scope, -1)
         return self._arith(node, scope, "-")
+
+    def _date_shift(self, date, interval: exp.Interval, scope, sign: int):
+        """A date plus or minus a literal interval of years, months or days: a DATE in Spark
+        (months added as ADD_MONTHS does, the day clamped to the month's last), a TIMESTAMP
+        in DuckDB with the same day, cast back."""
+        value, t = self.expr(date, scope)
+        if t not in (T.DATE, T.NULL):
+            raise NotLocal(f"interval arithmetic on {t.spark_sql()}")
+        unit, count = _interval_literal(interval)
+        shifted = (exp.Add if sign > 0 else exp.Sub)(
+            this=_paren(value),
+            expression=exp.Interval(this=exp.Literal.number(count), unit=exp.var(unit)))
+        return _cast(shifted, T.DATE), T.DATE
 
     def _e_Mul(self, node, scope):
         return self._arith(node, scope, "*")
@@ -722,6 +741,32 @@ def _literal_decimal(node: exp.Expression) -> Optional[SparkType]:
     if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
         return T.decimal(max(1, len(node.this.lstrip("0")) or 1), 0)
     return None
+
+
+_INTERVAL_UNITS = {"YEAR": ("MONTH", 12), "YEARS": ("MONTH", 12), "MONTH": ("MONTH", 1),
+                   "MONTHS": ("MONTH", 1), "DAY": ("DAY", 1), "DAYS": ("DAY", 1)}
+
+
+def _interval_literal(interval: exp.Interval) -> Tuple[str, int]:
+    """('MONTH' or 'DAY', a whole count) for INTERVAL 'n' YEAR / MONTH / DAY and
+    INTERVAL 'y-m' YEAR TO MONTH; NotLocal for any other interval (hours and less make
+    Spark's result a TIMESTAMP)."""
+    what = f"INTERVAL {interval.sql(dialect='spark')}"
+    text, unit = interval.this, interval.args.get("unit")
+    if not isinstance(text, exp.Literal) or unit is None:
+        raise NotLocal(what)
+    try:
+        if isinstance(unit, exp.IntervalSpan):
+            if (unit.this.name.upper(), unit.expression.name.upper()) != ("YEAR", "MONTH"):
+                raise NotLocal(what)
+            negative = text.this.strip().startswith("-")
+            years, months = text.this.strip().lstrip("+-").split("-")
+            count = int(years) * 12 + int(months)
+            return "MONTH", -count if negative else count
+        base, factor = _INTERVAL_UNITS[unit.name.upper()]
+        return base, int(text.this) * factor
+    except (KeyError, ValueError):
+        raise NotLocal(what) from None
 
 
 def _positive_literal(node, zero: bool = False) -> bool:
