@@ -83,7 +83,9 @@ SCALARS = [
     "dt + INTERVAL '1' MONTH", "dt - INTERVAL '3' MONTH", "INTERVAL 3 MONTHS + dt",
     "dt + INTERVAL '-1' MONTH", "dt + INTERVAL '2' YEAR", "dt + INTERVAL '1-2' YEAR TO MONTH",
     "dt - INTERVAL '-1-5' YEAR TO MONTH", "dt + INTERVAL '90' DAY", "dt - INTERVAL 3 DAYS",
-    "dt < DATE '1996-01-01' + INTERVAL '3' MONTH",
+    "dt < DATE '1996-01-01' + INTERVAL '3' MONTH", "add_months(dt, i)", "add_months(dt, -14)",
+    # a check that never fails (scalar subqueries without an aggregate)
+    "CASE WHEN i > 100 THEN raise_error('more than one row') ELSE d END",
     # NULLs skipped, widened (INTERSECT / EXCEPT ALL multiplicities are LEAST / GREATEST)
     "LEAST(i, b)", "GREATEST(i - b, 0)", "LEAST(d, e, i)", "GREATEST(d, NULL)",
 ]
@@ -181,7 +183,7 @@ def test_window_function_equals_spark(spark, tr, expr):
                                   "CAST(t AS INT)", "round(d, 1)", "t LIKE t",
                                   "current_date()", "rand()", "x IN (SELECT 1)",
                                   "dt + INTERVAL '3' HOUR", "dt + INTERVAL 1 YEAR 2 MONTHS",
-                                  "d + INTERVAL '1' DAY",
+                                  "d + INTERVAL '1' DAY", "raise_error(t)", "add_months(dt, b)",
                                   "SUM(d) OVER (ORDER BY i RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)",
                                   "LAG(d) OVER (ORDER BY rid)"])
 def test_constructs_without_an_exact_equivalent_are_refused(tr, expr):
@@ -204,6 +206,16 @@ def test_division_by_zero_is_an_error_where_spark_raises_one(spark, tr):
         assert all(_same(expected[k], v, isinstance(v, float)) for k, v in _rows(got, "v").items())
 
 
+def test_raise_error_fails_the_local_query_where_spark_raises(spark, tr):
+    data, engine = tr
+    sql = "SELECT rid, CASE WHEN i > 5 THEN raise_error('several rows') ELSE i END AS v FROM tr"
+    assert 6 in data.column("i").to_pylist()
+    with pytest.raises(Exception, match="several rows"):
+        spark.sql(sql).collect()
+    with pytest.raises(LocalEngineError, match="several rows"):
+        _local(data, engine, sql)
+
+
 def test_division_by_zero_without_ansi_is_null(tr):
     data, engine = tr
     got, _ = _local(data, engine, "SELECT rid, d / i AS v, b / i AS w FROM tr", ansi=False)
@@ -222,7 +234,8 @@ def test_month_intervals_clamp_month_ends_as_spark(spark):
     engine = LocalEngine(threads=1)
     try:
         for expr in ["dt + INTERVAL '1' MONTH", "dt - INTERVAL '1' MONTH", "dt + INTERVAL '1' YEAR",
-                     "dt + INTERVAL '1-1' YEAR TO MONTH", "INTERVAL 13 MONTHS + dt"]:
+                     "dt + INTERVAL '1-1' YEAR TO MONTH", "INTERVAL 13 MONTHS + dt",
+                     "add_months(dt, 1)", "add_months(dt, -13)", "add_months(dt, NULL)"]:
             sql = f"SELECT rid, {expr} AS v FROM month_ends"
             tree, _ = Translator({"month_ends": _columns(data)}).query(
                 sqlglot.parse_one(sql, read="spark"))

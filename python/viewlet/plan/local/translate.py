@@ -457,6 +457,16 @@ class Translator:
             out = T.wider(out, t)
         return [v if t == out else _cast(v, out) for v, t in values], out
 
+    def _e_Anonymous(self, node, scope):
+        """raise_error('...') (a scalar subquery's check for more than one row): DuckDB's
+        error() in its place, so the batch fails where Spark's would, and runs again on
+        Spark, which raises its own error."""
+        args = node.expressions
+        if node.name.lower() != "raise_error" or len(args) != 1 \
+                or not (isinstance(args[0], exp.Literal) and args[0].is_string):
+            raise NotLocal(_describe(node))
+        return exp.Anonymous(this="error", expressions=[exp.Literal.string(args[0].this)]), T.NULL
+
     def _e_Case(self, node, scope):
         if node.this is not None:
             raise NotLocal("CASE x WHEN ...")
@@ -560,6 +570,16 @@ class Translator:
         if t not in (T.DATE, T.NULL):
             raise NotLocal(f"EXTRACT from {t.spark_sql()} (time zones)")
         return exp.Anonymous(this=part.lower(), expressions=[value]), T.INT
+
+    def _e_AddMonths(self, node, scope):
+        """ADD_MONTHS(date, n): months added, the day clamped to the month's last (DuckDB's
+        date + months does the same, as a TIMESTAMP cast back)."""
+        value = self._date_value(node.this, scope, "ADD_MONTHS")
+        months, t = self.expr(node.expression, scope)
+        if t.name not in ("tinyint", "smallint", "int", "null"):
+            raise NotLocal(f"ADD_MONTHS by {t.spark_sql()}")
+        shift = exp.Anonymous(this="to_months", expressions=[_cast(months, T.INT)])
+        return _cast(exp.Add(this=_paren(value), expression=shift), T.DATE), T.DATE
 
     def _e_TsOrDsAdd(self, node, scope):
         unit = node.args.get("unit")
