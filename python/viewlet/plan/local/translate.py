@@ -771,7 +771,7 @@ def _interval_literal(interval: exp.Interval) -> Tuple[str, int]:
     """('MONTH' or 'DAY', a whole count) for INTERVAL 'n' YEAR / MONTH / DAY and
     INTERVAL 'y-m' YEAR TO MONTH; NotLocal for any other interval (hours and less make
     Spark's result a TIMESTAMP)."""
-    what = f"INTERVAL {interval.sql(dialect='spark')}"
+    what = interval.sql(dialect="spark")
     text, unit = interval.this, interval.args.get("unit")
     if not isinstance(text, exp.Literal) or unit is None:
         raise NotLocal(what)
