@@ -84,6 +84,9 @@ SCALARS = [
     "dt + INTERVAL '-1' MONTH", "dt + INTERVAL '2' YEAR", "dt + INTERVAL '1-2' YEAR TO MONTH",
     "dt - INTERVAL '-1-5' YEAR TO MONTH", "dt + INTERVAL '90' DAY", "dt - INTERVAL 3 DAYS",
     "dt < DATE '1996-01-01' + INTERVAL '3' MONTH", "add_months(dt, i)", "add_months(dt, -14)",
+    # ROUND of integers and decimals, half away from zero, Spark's result types
+    "round(d, 1)", "round(d)", "round(d, 3)", "round(e, 2)", "round(e, 0)", "round(d, -1)",
+    "round(e * d, 3)", "round(i, 0)", "round(i, 2)", "round(b, -2)", "round(d * 3, 1)", "round(-d, -2)", "round(e, 3)",
     # a check that never fails (scalar subqueries without an aggregate)
     "CASE WHEN i > 100 THEN raise_error('more than one row') ELSE d END",
     # NULLs skipped, widened (INTERSECT / EXCEPT ALL multiplicities are LEAST / GREATEST)
@@ -92,7 +95,7 @@ SCALARS = [
 
 AGGREGATES = ["SUM(d)", "SUM(i)", "SUM(b)", "SUM(e * d)", "COUNT(t)", "COUNT(*)", "MIN(t)",
               "MAX(dt)", "MIN(d)", "MAX(e)", "SUM(x)", "COALESCE(SUM(d), 0)",
-              "COUNT(DISTINCT i)"]
+              "COUNT(DISTINCT i)", "ROUND(SUM(e * d), 2)"]
 
 
 def _rows(table: pa.Table, column: str):
@@ -180,7 +183,7 @@ def test_window_function_equals_spark(spark, tr, expr):
 
 
 @pytest.mark.parametrize("expr", ["upper(t)", "CAST(x AS DECIMAL(10,2))", "CAST(d AS STRING)",
-                                  "CAST(t AS INT)", "round(d, 1)", "t LIKE t",
+                                  "CAST(t AS INT)", "round(x, 1)", "round(d, i)", "t LIKE t",
                                   "current_date()", "rand()", "x IN (SELECT 1)",
                                   "dt + INTERVAL '3' HOUR", "dt + INTERVAL 1 YEAR 2 MONTHS",
                                   "d + INTERVAL '1' DAY", "raise_error(t)", "add_months(dt, b)",

@@ -571,6 +571,29 @@ class Translator:
             raise NotLocal(f"EXTRACT from {t.spark_sql()} (time zones)")
         return exp.Anonymous(this=part.lower(), expressions=[value]), T.INT
 
+    def _e_Round(self, node, scope):
+        """ROUND(x, n) of an integer or a decimal, half away from zero in both engines, typed
+        as Spark types it (a decimal keeps its integral digits plus one, at scale
+        min(n, scale)); doubles are refused (Spark rounds their decimal text)."""
+        places = _integer_literal(node.args.get("decimals"))
+        if places is None:
+            raise NotLocal("ROUND to a number of places that is not an integer literal")
+        value, t = self.expr(node.this, scope)
+        if t.is_integral:
+            if places >= 0:
+                return value, t
+            exact = exp.Anonymous(this="round", expressions=[
+                _cast(value, T.decimal(38, 0)), exp.Literal.number(places)])
+            return _cast(exact, t), t
+        if not t.is_decimal:
+            raise NotLocal(f"ROUND of {t.spark_sql()}")
+        scale = max(0, min(places, t.scale))
+        out = T.decimal(min(38, t.precision - t.scale + 1 + scale), scale)
+        if places >= t.scale:
+            return _cast(value, out), out
+        rounded = exp.Anonymous(this="round", expressions=[value, exp.Literal.number(places)])
+        return _cast(rounded, out), out
+
     def _e_AddMonths(self, node, scope):
         """ADD_MONTHS(date, n): months added, the day clamped to the month's last (DuckDB's
         date + months does the same, as a TIMESTAMP cast back)."""
@@ -737,6 +760,7 @@ _ARGS = {
     exp.Least: {"ignore_nulls"}, exp.Greatest: {"ignore_nulls"},
     exp.Literal: {"is_string"}, exp.Cast: {"to"}, exp.TryCast: {"to"},
     exp.Substring: {"start", "length"}, exp.TsOrDsAdd: {"unit"}, exp.DateDiff: {"unit"},
+    exp.Round: {"decimals"},
     exp.Window: {"partition_by", "order", "spec"},
 }
 
@@ -787,6 +811,19 @@ def _interval_literal(interval: exp.Interval) -> Tuple[str, int]:
         return base, int(text.this) * factor
     except (KeyError, ValueError):
         raise NotLocal(what) from None
+
+
+def _integer_literal(node: Optional[exp.Expression]) -> Optional[int]:
+    """The value of an integer literal (possibly negated; absent: 0), else None."""
+    if node is None:
+        return 0
+    sign = 1
+    while isinstance(node, (exp.Neg, exp.Paren)):
+        sign = -sign if isinstance(node, exp.Neg) else sign
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return sign * int(node.this)
+    return None
 
 
 def _positive_literal(node, zero: bool = False) -> bool:
