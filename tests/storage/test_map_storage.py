@@ -128,17 +128,25 @@ def test_layout_is_due_when_appends_outgrow_the_base():
         return Snapshot("p", 0, tuple(str(i) for i in range(len(rows))), SCHEMA, (),
                         tuple(FileStats(r, {}, {}, {}) for r in rows))
 
-    layout = stats.MapLayout(2, 1000)
-    assert not layout.due(snap([500, 500, 10, 10]))
-    assert layout.due(snap([500, 500] + [1] * stats.COMPACT_FILES))
-    assert layout.due(snap([500, 500, 600, 600]))
+    half = stats.COMPACT_MIN_ROWS // 2
+    layout = stats.MapLayout(4, 4 * half)
+    assert not layout.due(snap([half] * 4 + [10, 10]))
+    assert layout.due(snap([half] * 4 + [1] * stats.COMPACT_FILES))
+    assert layout.due(snap([half] * 4 + [half + 1] * 4))
     assert stats.MapLayout.of(None, snap([3, 4])).to_json() == \
         {"base_files": 2, "base_rows": 7, "appended_files": 0, "appended_rows": 0}
     # batches count what they append: due without a look at the files
-    counted = stats.MapLayout.of(None, snap([500, 500]))
+    counted = stats.MapLayout.of(None, snap([half] * 4))
     counted = counted.after_append(10).after_append(10)
     assert counted.counted() and not counted.due()
-    assert counted.after_append(2000).due()                  # rows outgrew the base
+    assert counted.after_append(5 * half).due()              # rows outgrew the base
+    # a map smaller than a file: rows outgrowing it do not pay for a commit, files do
+    small = stats.MapLayout(1, 1, 0, 0).after_append(2).after_append(3)
+    assert not small.due() and not small.after_append(stats.COMPACT_MIN_ROWS - 6).due()
+    assert small.after_append(stats.COMPACT_MIN_ROWS).due()
+    for _ in range(stats.COMPACT_FILES - 2):
+        small = small.after_append(1)
+    assert small.due()
     many = stats.MapLayout(2, 1000, 0, 0)
     for _ in range(stats.COMPACT_FILES):
         many = many.after_append(1)

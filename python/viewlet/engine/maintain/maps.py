@@ -14,8 +14,9 @@ Compaction folds the appended rows into the base now and then: rows summed by ke
 rows dropped, sorted by the map's cluster order (the key batches look up most often first)
 and written in files of ROWS_PER_FILE rows (more for large maps: at most MAX_FILES files),
 whose min/max statistics let a batch read only the files that can hold its keys. It runs
-when the appended rows outgrow the base or the appended files reach COMPACT_FILES
-(state/stats.py, MapLayout.due), so its cost per batch stays proportional to the batch
+when the appended rows outgrow the base (and one file's rows: a smaller map gains nothing
+from it but costs a commit) or the appended files reach COMPACT_FILES (state/stats.py,
+MapLayout.due), so its cost per batch stays proportional to the batch
 (maintain/compaction.py). Files no version in use references are vacuumed at the next batch.
 """
 from __future__ import annotations

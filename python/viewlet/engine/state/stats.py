@@ -13,8 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Dict, List, Optional
 
-#: a map is compacted when its appended files reach this many (or outgrow its base's rows)
+#: a map is compacted when its appended files reach this many, or when its appended rows
+#: outgrow both its base's rows and COMPACT_MIN_ROWS
 COMPACT_FILES = 16
+#: one file's rows (maintain/maps.py ROWS_PER_FILE): a map smaller than that gains no file
+#: skipping from a compaction, which costs it a Delta commit; it waits for COMPACT_FILES
+COMPACT_MIN_ROWS = 32768
 
 
 class MapLayout:
@@ -62,7 +66,8 @@ class MapLayout:
         else:
             appended_files = len(snap.files) - self.base_files
             appended_rows = snapshot_rows(snap) - self.base_rows
-        return appended_files >= COMPACT_FILES or (appended_files > 1 and appended_rows > self.base_rows)
+        return appended_files >= COMPACT_FILES or (
+            appended_files > 1 and appended_rows > max(self.base_rows, COMPACT_MIN_ROWS))
 
 
 def snapshot_rows(snap) -> int:
