@@ -34,11 +34,10 @@ from ...storage.arrow import sum_by_key
 from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state.manifest import BatchRecord
-from ..state.stats import MapLayout
+from ..state.stats import ROWS_PER_FILE, MapLayout
 from ..state.view import LoadedView
 from . import hot
 
-ROWS_PER_FILE = 32768
 MAX_FILES = 64
 
 

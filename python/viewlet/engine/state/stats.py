@@ -16,9 +16,11 @@ from typing import Dict, List, Optional
 #: a map is compacted when its appended files reach this many, or when its appended rows
 #: outgrow both its base's rows and COMPACT_MIN_ROWS
 COMPACT_FILES = 16
-#: one file's rows (maintain/maps.py ROWS_PER_FILE): a map smaller than that gains no file
-#: skipping from a compaction, which costs it a Delta commit; it waits for COMPACT_FILES
-COMPACT_MIN_ROWS = 32768
+#: the rows of a file a compaction writes (maintain/maps.py, more for large maps)
+ROWS_PER_FILE = 32768
+#: a map smaller than one file gains no file skipping from a compaction, which costs it a
+#: Delta commit; it waits for COMPACT_FILES
+COMPACT_MIN_ROWS = ROWS_PER_FILE
 
 
 class MapLayout:

@@ -302,16 +302,12 @@ class Translator:
 
     def _date_shift(self, date, interval: exp.Interval, scope, sign: int):
         """A date plus or minus a literal interval of years, months or days: a DATE in Spark
-        (months added as ADD_MONTHS does, the day clamped to the month's last), a TIMESTAMP
-        in DuckDB with the same day, cast back."""
+        (months added as ADD_MONTHS does, the day clamped to the month's last)."""
         value, t = self.expr(date, scope)
         if t not in (T.DATE, T.NULL):
             raise NotLocal(f"interval arithmetic on {t.spark_sql()}")
         unit, count = _interval_literal(interval)
-        shifted = (exp.Add if sign > 0 else exp.Sub)(
-            this=_paren(value),
-            expression=exp.Interval(this=exp.Literal.number(count), unit=exp.var(unit)))
-        return _cast(shifted, T.DATE), T.DATE
+        return _shifted_date(value, unit, exp.Literal.number(sign * count)), T.DATE
 
     def _e_Mul(self, node, scope):
         return self._arith(node, scope, "*")
@@ -575,7 +571,8 @@ class Translator:
         """ROUND(x, n) of an integer or a decimal, half away from zero in both engines, typed
         as Spark types it (a decimal keeps its integral digits plus one, at scale
         min(n, scale)); doubles are refused (Spark rounds their decimal text)."""
-        places = _integer_literal(node.args.get("decimals"))
+        decimals = node.args.get("decimals")
+        places = 0 if decimals is None else _integer_literal(decimals)
         if places is None:
             raise NotLocal("ROUND to a number of places that is not an integer literal")
         value, t = self.expr(node.this, scope)
@@ -595,14 +592,12 @@ class Translator:
         return _cast(rounded, out), out
 
     def _e_AddMonths(self, node, scope):
-        """ADD_MONTHS(date, n): months added, the day clamped to the month's last (DuckDB's
-        date + months does the same, as a TIMESTAMP cast back)."""
+        """ADD_MONTHS(date, n): months added, the day clamped to the month's last."""
         value = self._date_value(node.this, scope, "ADD_MONTHS")
         months, t = self.expr(node.expression, scope)
         if t.name not in ("tinyint", "smallint", "int", "null"):
             raise NotLocal(f"ADD_MONTHS by {t.spark_sql()}")
-        shift = exp.Anonymous(this="to_months", expressions=[_cast(months, T.INT)])
-        return _cast(exp.Add(this=_paren(value), expression=shift), T.DATE), T.DATE
+        return _shifted_date(value, "MONTH", _cast(months, T.INT)), T.DATE
 
     def _e_TsOrDsAdd(self, node, scope):
         unit = node.args.get("unit")
@@ -787,6 +782,15 @@ def _literal_decimal(node: exp.Expression) -> Optional[SparkType]:
     return None
 
 
+def _shifted_date(value: exp.Expression, unit: str, count: exp.Expression) -> exp.Expression:
+    """`value` (a DATE) plus `count` months or days. DuckDB's date + interval is a
+    TIMESTAMP with the day Spark's DATE has (months clamped to a month's last day, as
+    ADD_MONTHS does): cast back."""
+    amount = exp.Anonymous(this={"MONTH": "to_months", "DAY": "to_days"}[unit],
+                           expressions=[count])
+    return _cast(exp.Add(this=_paren(value), expression=amount), T.DATE)
+
+
 _INTERVAL_UNITS = {"YEAR": ("MONTH", 12), "YEARS": ("MONTH", 12), "MONTH": ("MONTH", 1),
                    "MONTHS": ("MONTH", 1), "DAY": ("DAY", 1), "DAYS": ("DAY", 1)}
 
@@ -813,10 +817,8 @@ def _interval_literal(interval: exp.Interval) -> Tuple[str, int]:
         raise NotLocal(what) from None
 
 
-def _integer_literal(node: Optional[exp.Expression]) -> Optional[int]:
-    """The value of an integer literal (possibly negated; absent: 0), else None."""
-    if node is None:
-        return 0
+def _integer_literal(node: exp.Expression) -> Optional[int]:
+    """The value of an integer literal (possibly negated or parenthesized), else None."""
     sign = 1
     while isinstance(node, (exp.Neg, exp.Paren)):
         sign = -sign if isinstance(node, exp.Neg) else sign
