@@ -32,9 +32,9 @@ QUERY = ("SELECT k, tag, COUNT(*) AS n, SUM(v) AS total, MAX(v) AS top "
 def rows(n: int, seed: int, keys: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     k = rng.integers(0, keys, n)
-    # wide rows: the batch outgrows the driver's heap with few rows (the rows' count costs
-    # time, their bytes make the point)
-    tags = np.array([f"{i:04d}" + "x" * 1300 for i in range(64)])
+    # wide rows (13 KB): the batch outgrows the driver's heap with few rows (the rows' count
+    # costs time, their bytes make the point)
+    tags = np.array([f"{i:04d}" + "x" * 13_000 for i in range(64)])
     return pa.table({"k": pa.array(k, pa.int64()),
                      "tag": pa.array(tags[rng.integers(0, 64, n)], pa.string()),
                      "v": pa.array(rng.integers(-1000, 1000, n), pa.int64())})
@@ -73,12 +73,12 @@ def main(root: str, n: int) -> None:
     big = os.path.join(root, "big.parquet")
     facts["batch_bytes"] = 0             # the batch's rows in memory (Arrow), not on disk
     with pq.ParquetWriter(big, rows(1, 0, 1).schema) as out:
-        for i in range(0, n, 250_000):
-            part = rows(min(250_000, n - i), 100 + i, 400_000)
+        for i in range(0, n, 2_500):
+            part = rows(min(2_500, n - i), 100 + i, 400_000)
             facts["batch_bytes"] += part.nbytes
             out.write_table(part)
     reader = pa.RecordBatchReader.from_batches(
-        rows(1, 0, 1).schema, pq.ParquetFile(big).iter_batches(batch_size=65_536))
+        rows(1, 0, 1).schema, pq.ParquetFile(big).iter_batches(batch_size=2_500))
     write_deltalake(table, reader, mode="append")
     DeltaTable(table).delete("k % 97 = 3")
     DeltaTable(table).update(updates={"v": "v + 1"}, predicate="k % 89 = 5")
