@@ -22,7 +22,7 @@ MapLayout.due), so its cost per batch stays proportional to the batch
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +37,7 @@ from ..state.manifest import BatchRecord
 from ..state.stats import ROWS_PER_FILE, MapLayout
 from ..state.view import LoadedView
 from . import hot
+from .writes import SideBySide
 
 MAX_FILES = 64
 
@@ -107,30 +108,43 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
 
 
 def write_deltas(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
-                 progress: Progress) -> Dict[str, int]:
+                 progress: Progress, alongside: Optional[Callable[[], object]] = None,
+                 step: str = "writing the result table") -> Dict[str, int]:
     """Every map's delta written with the batch's transaction id, appended (or MERGEd, view
-    option map_writes = 'merge'), and the map's hot rows moved on with it; the rows written
-    per map."""
+    option map_writes = 'merge'), side by side with `alongside` (the result table's write,
+    `step` naming it; writes.py), and the map's hot rows moved on with it; the rows written
+    per map. Every write has ended when this returns."""
     ctx = view.ctx
     txn = view.txn(record.batch)
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
-    changed_rows = {}
     merging = view.settings.merging
     names = [name for name, total in deltas.items() if total.num_rows]
-    for i, name in enumerate(names, 1):
+
+    def write(name: str) -> Callable[[], object]:
         total = deltas[name]
-        progress.step(f"{'merging' if merging else 'appending'} the delta of map {name} "
-                      f"({i}/{len(names)}, {total.num_rows} rows)")
-        changed_rows[name] = total.num_rows
         if merging:
             schema = view.map_schema(name)
-            written = ctx.store.merge_add(view.map_path(name), total, schema.keys,
-                                          list(schema.values), view.zero_columns(name), txn,
-                                          metadata=meta)
-        else:
-            written = ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
-        if written:
-            faults.point("batch.map_merged")
-        hot.sync_after_writes(view, name, record.map_versions[name], record.batch, total,
-                              written if isinstance(written, int) else None)
+            return lambda: ctx.store.merge_add(view.map_path(name), total, schema.keys,
+                                               list(schema.values), view.zero_columns(name),
+                                               txn, metadata=meta)
+        return lambda: ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
+
+    writes = [write(name) for name in names] + ([alongside] if alongside is not None else [])
+    if not writes:
+        return {}
+    rows = sum(deltas[name].num_rows for name in names)
+    which = f"the delta of map {names[0]}" if len(names) == 1 else \
+        f"the deltas of {len(names)} maps"
+    steps = [f"{'merging' if merging else 'appending'} {which} ({rows} rows)"] if names else []
+    progress.step(" and ".join(steps + ([step] if alongside is not None else [])))
+    changed_rows = {}
+    with SideBySide(writes) as results:
+        for name, written in zip(names, results):     # in order, each once it has committed
+            changed_rows[name] = deltas[name].num_rows
+            if written:
+                faults.point("batch.map_merged")
+            hot.sync_after_writes(view, name, record.map_versions[name], record.batch,
+                                  deltas[name], written if isinstance(written, int) else None)
+        for _ in results:                             # the write alongside
+            pass
     return changed_rows

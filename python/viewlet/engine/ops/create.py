@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -37,6 +37,7 @@ from ..batch.spark import sum_by_keys
 from ..batch.window_sql import window_sql
 from ..maintain.maps import cluster_order, write_initial
 from ..maintain.topn import first_rows, prefilter_sql, result_types, sort_keys, visible
+from ..maintain.writes import SideBySide
 from ..runtime.progress import Progress
 from ..spark.catalog_views import result_properties
 from ..maintain.grouped import result_arrow_schema
@@ -323,6 +324,28 @@ def _local_load(c: _Creation, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
 
 
 # -- execute ----------------------------------------------------------------------------------
+def _written_maps(c: _Creation, plan: _Plan, loaded: Iterable[Tuple[str, pa.Table]]
+                  ) -> Iterator[Tuple[str, pa.Table, pa.Table]]:
+    """Each loaded map's table created: (map, its rows, the rows as written). Maps already in
+    the driver are written side by side (maintain/writes.py); maps collected one at a time
+    are written as they come, so the driver holds one at a time."""
+    definition, txn = plan.view.definition, plan.txn
+
+    def write(part: str, data: pa.Table) -> Callable[[], pa.Table]:
+        return lambda: write_initial(c.ctx.store, c.ctx.layout.map_table(plan.view.id, part),
+                                     data, definition.maps[part].keys,
+                                     definition.maps[part].cluster, txn)
+
+    if plan.in_driver is None:
+        for part, data in loaded:
+            yield part, data, write(part, data)()
+        return
+    items = list(loaded)
+    with SideBySide([write(part, data) for part, data in items]) as results:
+        for (part, data), written in zip(items, results):
+            yield part, data, written
+
+
 def _execute(c: _Creation, plan: _Plan):
     """Load the maps and write the first result; (its rows, a top-N view's ordered rows)."""
     ctx, compiled, progress, keep = c.ctx, c.compiled, c.progress, c.keep
@@ -351,10 +374,7 @@ def _execute(c: _Creation, plan: _Plan):
             # driver holds one map at a time (ops/load.py).
             loaded = plan.in_driver.items() if plan.in_driver is not None else \
                 collect(parts, arrow, base_rows, progress.step)
-            for part, data in loaded:
-                written = write_initial(ctx.store, ctx.layout.map_table(view.id, part), data,
-                                        definition.maps[part].keys, definition.maps[part].cluster,
-                                        txn)
+            for part, data, written in _written_maps(c, plan, loaded):
                 if part in sources:
                     source_rows[part] = data
                 if ctx.hot_maps.fits(sum(t.nbytes for t in plan.warm.values()) + written.nbytes):

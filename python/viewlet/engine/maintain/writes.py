@@ -1,0 +1,60 @@
+"""A batch's table writes, committed side by side.
+
+Every map's delta and the result table's MERGE go to different Delta tables, each commit
+carrying the batch's transaction id, so they need no order among themselves: a crash leaves
+some of them committed and the re-run of the batch commits the rest. A commit is mostly file
+and log I/O in delta-rs, which runs without the GIL, so commits on a few threads take about
+as long as the slowest of them instead of their sum.
+
+The threads are kept for the process: each keeps its own table handles
+(storage/deltars.py), so the next batch finds them open. Only the commits run there: fault
+points, progress, cancellation checks and the hot maps' bookkeeping stay on the statement's
+thread, in the order the writes were submitted, and every write has ended before the batch
+goes on (or raises), so a cancelled statement never leaves a write running.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Callable, Iterator, List, Optional, Sequence, TypeVar
+
+T = TypeVar("T")
+
+#: commits running at once; each is mostly waiting on files, so more than the cores
+WRITERS = 4
+
+_pool: Optional[ThreadPoolExecutor] = None
+_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="viewlet-commit")
+        return _pool
+
+
+class SideBySide:
+    """Run `writes` at once; iterate over their results in the order given (each as it is
+    ready). Leaving the block waits for every write, whatever happened meanwhile."""
+
+    def __init__(self, writes: Sequence[Callable[[], T]]):
+        self._writes = list(writes)
+        self._futures: List[Future] = []
+
+    def __enter__(self) -> Iterator[T]:
+        if len(self._writes) > 1:
+            self._futures = [_executor().submit(w) for w in self._writes]
+        return self._results()
+
+    def _results(self) -> Iterator[T]:
+        if not self._futures:                 # one write (or none): on this thread
+            for write in self._writes:
+                yield write()
+            return
+        for future in self._futures:
+            yield future.result()
+
+    def __exit__(self, *exc) -> None:
+        wait(self._futures)
