@@ -12,9 +12,10 @@ from typing import Optional
 
 import pyarrow as pa
 
+from ..state.manifest import COMPACTION
+
 #: commit operations that leave a map's rows as they were
 _KEEPING = {"VACUUM START", "VACUUM END"}
-COMPACTION = "viewlet.compaction"     # commit metadata of a map compaction (compaction.py)
 
 
 def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[pa.Table],
