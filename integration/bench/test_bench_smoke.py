@@ -36,7 +36,7 @@ def smoke(tmp_path_factory):
                        "GROUP BY broker_id\n")
     out = tmp / "results"
     proc = _bench("--scale", "0.002", "--batch-sizes", "200", "--batches", str(BATCHES),
-                  "--warmup", "0", "--views", ",".join(VIEWS) + f",{refused}",
+                  "--warmup", "0", "--floor-history", "0", "--views", ",".join(VIEWS) + f",{refused}",
                   "--depths", "ho,1,0", "--check", "every", "--out", str(out),
                   "--warehouse", str(tmp / "wh"), "--label", "smoke")
     return proc, out
@@ -193,3 +193,14 @@ def test_targets_elsewhere_are_only_indicative_and_refusals_show():
     assert t[("q3", "refresh>=")]["verdict"] == "pass (indicative)"
     assert t[("q3", "refresh>=")]["at"] == "SF 0.1, 1000 tuples/batch"
     assert t[("q17a", "refresh>=")]["verdict"] == "unsupported"
+
+
+def test_the_floor_reports_its_median_after_a_long_history_too():
+    floor = {"view": "floor", "at": "20 refreshes, engine local", "median_seconds": 0.04,
+             "min_seconds": 0.03, "max_seconds": 0.09, "history": 200,
+             "history_measured": True, "median_seconds_after_history": 0.045}
+    text = "\n".join(report._floor_md({"floor": floor}))
+    assert "median 40.0 ms (min 30.0, max 90.0); the last 20 of 200 batches: median 45.0 ms." \
+        in text, text
+    short = dict(floor, history=23, history_measured=False)
+    assert "batches" not in "\n".join(report._floor_md({"floor": short}))

@@ -491,6 +491,9 @@ def _bench_parser(sub):
     b.add_argument("--warmup", type=_non_negative_int, default=1,
                    help="warm-up batches before them, run and checked but not in the medians "
                         "(default 1)")
+    b.add_argument("--floor-history", type=_non_negative_int, default=200,
+                   help="batches of the per-refresh floor's view; over 43, the median of its "
+                        "last 20 refreshes is reported beside that of its first 20 (default 200)")
     b.add_argument("--views", default=None,
                    help="comma-separated view names (found as <name>.sql under sql/) or paths to "
                         ".sql files (default: those of q1,q3,q6,q10,q17a,q18a,q22a,vwap that "
@@ -542,6 +545,7 @@ def _bench(args, argv: List[str]) -> int:
         baselines=args.baselines,
         check=args.check or bench.CheckPolicy(), out=out, warehouse=args.warehouse,
         seed=args.seed, driver_memory=args.driver_memory, label=args.label,
+        floor_history=args.floor_history,
         command="python -m viewlet " + " ".join(shlex.quote(a) for a in argv))
     try:
         options.validate()

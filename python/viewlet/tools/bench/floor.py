@@ -17,7 +17,11 @@ VIEW = "bench_floor"
 SQL = "SELECT k, SUM(v) AS total, COUNT(*) AS n FROM delta.`{path}` GROUP BY k"
 
 
-def measure(vl, directory: str, refreshes: int = 20, warmup: int = 3) -> Dict:
+def measure(vl, directory: str, refreshes: int = 20, warmup: int = 3,
+            history: int = 200) -> Dict:
+    """The median of `refreshes` refreshes after `warmup`, and of the last `refreshes` of
+    `history` batches: a batch's cost must not grow with the view's history (its manifest,
+    its tables' logs)."""
     from deltalake import write_deltalake
     path = os.path.join(directory, "floor_table")
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -27,18 +31,20 @@ def measure(vl, directory: str, refreshes: int = 20, warmup: int = 3) -> Dict:
     vl.create_view(VIEW, SQL.format(path=path), engine="local")
     seconds = []
     try:
-        for i in range(warmup + refreshes):
+        for i in range(max(warmup + refreshes, history)):
             write_deltalake(path, pa.table({"k": [i % 100], "v": [i]}, schema=schema), mode="append")
             t0 = time.perf_counter()
             r = vl.refresh(VIEW)
-            elapsed = time.perf_counter() - t0
+            seconds.append(time.perf_counter() - t0)
             if r.get("changes") != 1:
                 raise RuntimeError(f"the floor's refresh saw {r.get('changes')} changes, not 1")
-            if i >= warmup:
-                seconds.append(elapsed)
         engine = vl.ctx.load(VIEW).manifest.last_committed().stats.get("engine")
     finally:
         vl.drop_view(VIEW, if_exists=True)
+    first, last = seconds[warmup:warmup + refreshes], seconds[-refreshes:]
     return {"view": "floor (one row changes one group)", "at": f"{refreshes} refreshes, engine {engine}",
-            "median_seconds": statistics.median(seconds), "min_seconds": min(seconds),
-            "max_seconds": max(seconds), "engine": engine}
+            "median_seconds": statistics.median(first), "min_seconds": min(first),
+            "max_seconds": max(first), "engine": engine, "history": len(seconds),
+            # the last refreshes measured apart from the first ones only on a longer history
+            "history_measured": len(seconds) >= warmup + 2 * refreshes,
+            "median_seconds_after_history": statistics.median(last)}

@@ -109,6 +109,7 @@ class Options:
     depths: Sequence[Optional[int]] = (None, 1, 0)
     engines: Sequence[str] = (AUTO,)     # where refreshes run (view option engine)
     floor: bool = True                   # also measure the per-refresh floor (tools/bench/floor.py)
+    floor_history: int = 200             # the floor view's batches (a median of its last ones)
     baselines: Sequence[str] = BASELINES
     check: CheckPolicy = field(default_factory=CheckPolicy)
     out: str = "bench-results"
@@ -178,8 +179,12 @@ def run(options: Options, out: TextIO = sys.stdout) -> Dict:
         if options.floor:
             from . import floor
             _say(out, "Per-refresh floor (one changed row, local target) ...")
-            results["floor"] = floor.measure(bench.vl, warehouse)
-            _say(out, f"  median {results['floor']['median_seconds'] * 1000:.1f} ms")
+            f = results["floor"] = floor.measure(bench.vl, warehouse,
+                                                 history=options.floor_history)
+            _say(out, f"  median {f['median_seconds'] * 1000:.1f} ms" +
+                 (f"; the last 20 of {f['history']} batches "
+                  f"{f['median_seconds_after_history'] * 1000:.1f} ms"
+                  if f["history_measured"] else ""))
     finally:
         results["meta"]["finished"] = report.now()
         if spark is not None:
