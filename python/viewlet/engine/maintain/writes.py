@@ -3,8 +3,7 @@
 Every map's delta and the result table's MERGE go to different Delta tables, each commit
 carrying the batch's transaction id, so they need no order among themselves: a crash leaves
 some of them committed and the re-run of the batch commits the rest. A commit is mostly file
-and log I/O in delta-rs, which runs without the GIL, so commits on a few threads take about
-as long as the slowest of them instead of their sum.
+and log I/O in delta-rs, which runs without the GIL, so commits on a few threads overlap.
 
 The threads are kept for the process: each keeps its own table handles
 (storage/deltars.py), so the next batch finds them open. Only the commits run there: fault
