@@ -1,7 +1,7 @@
 """One batch applied: its map deltas computed on the target the policy picks
 (batch/policy.py), written to every map with the batch's transaction id (so a re-run writes
-only what a crash left unwritten), maps compacted, and the result maintained by the view's
-strategy (a MERGE is committed side by side with the maps' writes: maintain/writes.py):
+only what a crash left unwritten; the maps side by side: maintain/writes.py), maps compacted,
+and the result maintained by the view's strategy:
 
   grouped     the touched groups' rows replaced (a MERGE; maintain/grouped.py)
   window      the touched window units' rows replaced, or every row (maintain/window.py)
@@ -73,22 +73,11 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
         stats.seconds["result"] = time.perf_counter() - t0
     faults.point("batch.computed")
     t0 = time.perf_counter()
-    meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
-    # A grouped view's MERGE of the touched groups is committed alongside the maps' deltas
-    # (writes.py); a top-N view's writes (its ordered table, then the result: topn.py) and a
-    # window's rewrite of every row stay after them, one by one.
-    merged = view.top_n is None and rewrite is None and result is not None and \
-        result.num_rows > 0
-    merge = (lambda: ctx.store.merge_replace(view.result_path, result,
-                                             view.definition.result.key_names, OP, txn=txn,
-                                             metadata=meta)) if merged else None
-    changed_rows = write_deltas(view, record, deltas, progress, merge,
-                                "merging the result table")
-    if merged:
-        faults.point("batch.result_merged")
+    changed_rows = write_deltas(view, record, deltas, progress)
     stats.seconds["merge"] = time.perf_counter() - t0
     timed_compaction(view, record, changed_rows, previous, progress, stats)
     t0 = time.perf_counter()
+    meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     if view.top_n is not None:
         stats.ordered = replace(previous.ordered) if previous.ordered else OrderedStats()
         stats.result_rows_changed = 0
@@ -97,6 +86,11 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
     elif rewrite is not None:                     # a window over every row: all rows anew
         stats.result_rows_changed = rewrite_result(view, rewrite, txn, meta, progress,
                                                    "rewriting the result table")
+    elif result is not None and result.num_rows:  # skipped when the table holds txn already
+        progress.step("merging the result table")
+        ctx.store.merge_replace(view.result_path, result, view.definition.result.key_names,
+                                OP, txn=txn, metadata=meta)
+        faults.point("batch.result_merged")
     # Groups of the result the batch rewrote (each has one 'del' row in the MERGE source).
     if view.top_n is None and rewrite is None:
         stats.result_rows_changed = 0 if result is None else \

@@ -108,17 +108,17 @@ def compact(store, path: str, keys: Sequence[str], values: Sequence[str], zero: 
 
 
 def write_deltas(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
-                 progress: Progress, alongside: Optional[Callable[[], object]] = None,
-                 step: str = "writing the result table") -> Dict[str, int]:
+                 progress: Progress) -> Dict[str, int]:
     """Every map's delta written with the batch's transaction id, appended (or MERGEd, view
-    option map_writes = 'merge'), side by side with `alongside` (the result table's write,
-    `step` naming it; writes.py), and the map's hot rows moved on with it; the rows written
-    per map. Every write has ended when this returns."""
+    option map_writes = 'merge'), the maps side by side (writes.py), and each map's hot rows
+    moved on with it; the rows written per map. Every write has ended when this returns."""
     ctx = view.ctx
     txn = view.txn(record.batch)
     meta = {"viewlet.view": view.name, "viewlet.batch": str(record.batch)}
     merging = view.settings.merging
     names = [name for name, total in deltas.items() if total.num_rows]
+    if not names:
+        return {}
 
     def write(name: str) -> Callable[[], object]:
         total = deltas[name]
@@ -129,22 +129,16 @@ def write_deltas(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tab
                                                txn, metadata=meta)
         return lambda: ctx.store.add_rows(view.map_path(name), total, txn, metadata=meta)
 
-    writes = [write(name) for name in names] + ([alongside] if alongside is not None else [])
-    if not writes:
-        return {}
-    rows = sum(deltas[name].num_rows for name in names)
     which = f"the delta of map {names[0]}" if len(names) == 1 else \
         f"the deltas of {len(names)} maps"
-    steps = [f"{'merging' if merging else 'appending'} {which} ({rows} rows)"] if names else []
-    progress.step(" and ".join(steps + ([step] if alongside is not None else [])))
+    progress.step(f"{'merging' if merging else 'appending'} {which} "
+                  f"({sum(deltas[name].num_rows for name in names)} rows)")
     changed_rows = {}
-    with SideBySide(writes) as results:
+    with SideBySide([write(name) for name in names]) as results:
         for name, written in zip(names, results):     # in order, each once it has committed
             changed_rows[name] = deltas[name].num_rows
             if written:
                 faults.point("batch.map_merged")
             hot.sync_after_writes(view, name, record.map_versions[name], record.batch,
                                   deltas[name], written if isinstance(written, int) else None)
-        for _ in results:                             # the write alongside
-            pass
     return changed_rows

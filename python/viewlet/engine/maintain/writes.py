@@ -1,9 +1,11 @@
-"""A batch's table writes, committed side by side.
+"""A batch's map writes, committed side by side.
 
-Every map's delta and the result table's MERGE go to different Delta tables, each commit
-carrying the batch's transaction id, so they need no order among themselves: a crash leaves
-some of them committed and the re-run of the batch commits the rest. A commit is mostly file
-and log I/O in delta-rs, which runs without the GIL, so commits on a few threads overlap.
+Every map's delta goes to a Delta table of its own, each commit carrying the batch's
+transaction id, so they need no order among themselves: a crash leaves some of them
+committed and the re-run of the batch commits the rest. A commit is mostly file and log I/O
+in delta-rs, which runs without the GIL, so commits on a few threads overlap. The result
+table's MERGE still comes after every map's write: readers see the view change only once the
+maps hold the batch. CREATE writes the maps it computed in the driver the same way.
 
 The threads are kept for the process: each keeps its own table handles
 (storage/deltars.py), so the next batch finds them open. Only the commits run there: fault
