@@ -218,6 +218,25 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
         spark.sql("DROP INCREMENTAL VIEW interop")
 
 
+def test_delta_spark_reads_a_table_past_the_checkpoints_delta_rs_wrote(spark, vl, tmp_path):
+    """Viewlet's tables are checkpointed every 10 commits by delta-rs (storage/deltars.py
+    OWN_TABLE_PROPERTIES): delta-spark reads them from those checkpoints."""
+    import pyarrow as pa
+    from viewlet.engine.state.manifest import Txn
+    path = str(tmp_path / "checkpointed")
+    rows = pa.table({"k": pa.array([1], pa.int64()), "v": pa.array([2], pa.int64())})
+    vl.ctx.store.create(path, rows, txn=Txn("viewlet:test", 0))
+    for batch in range(1, 25):
+        vl.ctx.store.add_rows(path, rows, Txn("viewlet:test", batch))
+    log = os.listdir(os.path.join(path, "_delta_log"))
+    assert any(f.endswith(".checkpoint.parquet") for f in log), log
+    by_delta_spark = spark.read.format("delta").load(path)
+    assert by_delta_spark.count() == 25
+    assert_df_equality(by_delta_spark, arrow_frame(spark, vl.ctx.store.read_arrow(path),
+                                                   by_delta_spark.schema),
+                       ignore_row_order=True, ignore_nullable=True)
+
+
 def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_spark(spark, vl):
     """engine = 'distributed': changes read by the executors from delta-spark's files (change
     data files, deletion vectors), map deltas and result files written by the executors and
