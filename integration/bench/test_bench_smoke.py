@@ -197,7 +197,7 @@ def test_targets_elsewhere_are_only_indicative_and_refusals_show():
 
 def test_the_floor_reports_its_median_after_a_long_history_too():
     floor = {"view": "floor", "at": "20 refreshes, engine local", "median_seconds": 0.04,
-             "min_seconds": 0.03, "max_seconds": 0.09, "history": 200,
+             "min_seconds": 0.03, "max_seconds": 0.09, "refreshes": 20, "history": 200,
              "history_measured": True, "median_seconds_after_history": 0.045}
     text = "\n".join(report._floor_md({"floor": floor}))
     assert "median 40.0 ms (min 30.0, max 90.0); the last 20 of 200 batches: median 45.0 ms." \

@@ -44,7 +44,8 @@ def measure(vl, directory: str, refreshes: int = 20, warmup: int = 3,
     first, last = seconds[warmup:warmup + refreshes], seconds[-refreshes:]
     return {"view": "floor (one row changes one group)", "at": f"{refreshes} refreshes, engine {engine}",
             "median_seconds": statistics.median(first), "min_seconds": min(first),
-            "max_seconds": max(first), "engine": engine, "history": len(seconds),
+            "max_seconds": max(first), "engine": engine, "refreshes": refreshes,
+            "history": len(seconds),
             # the last refreshes measured apart from the first ones only on a longer history
             "history_measured": len(seconds) >= warmup + 2 * refreshes,
             "median_seconds_after_history": statistics.median(last)}

@@ -318,7 +318,7 @@ def _floor_md(results) -> List[str]:
             f"A view whose batch changes one row of one group ({f['at']}): median "
             f"{f['median_seconds'] * 1000:.1f} ms (min {f['min_seconds'] * 1000:.1f}, max "
             f"{f['max_seconds'] * 1000:.1f})"
-            + (f"; the last {f['at'].split()[0]} of {f['history']} batches: median "
+            + (f"; the last {f['refreshes']} of {f['history']} batches: median "
                f"{f['median_seconds_after_history'] * 1000:.1f} ms"
                if f.get("history_measured") else "")
             + ".", ""]

@@ -182,7 +182,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Dict:
             f = results["floor"] = floor.measure(bench.vl, warehouse,
                                                  history=options.floor_history)
             _say(out, f"  median {f['median_seconds'] * 1000:.1f} ms" +
-                 (f"; the last 20 of {f['history']} batches "
+                 (f"; the last {f['refreshes']} of {f['history']} batches "
                   f"{f['median_seconds_after_history'] * 1000:.1f} ms"
                   if f["history_measured"] else ""))
     finally:
