@@ -10,7 +10,7 @@ from typing import Dict
 
 from ..batch.policy import compacts_on_executors
 from ..runtime.progress import Progress
-from ..state.manifest import BatchRecord
+from ..state.manifest import COMPACTION, BatchRecord
 from ..state.stats import BatchStats, MapLayout
 from ..state.view import LoadedView
 from . import distributed, hot
@@ -57,7 +57,7 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
             in_memory = ctx.hot_maps.peek(path)      # its rows, when hot: no read of the files
             compacted = compact(ctx.store, path, schema.keys, list(schema.values),
                                 view.zero_columns(name), cluster,
-                                {"viewlet.view": view.name, hot.COMPACTION: str(record.batch)},
+                                {"viewlet.view": view.name, COMPACTION: str(record.batch)},
                                 rows=in_memory.all_rows() if in_memory else None,
                                 rows_version=in_memory.version if in_memory else None)
             if compacted is not None:

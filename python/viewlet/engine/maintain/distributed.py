@@ -28,10 +28,9 @@ from ..batch.spark import batch_session, sum_by_keys
 from ..runtime import faults
 from ..spark.files import timestamps_as_micros, write_into
 from ..spark.io import snapshot_frame, union_all
-from ..state.manifest import BatchRecord, RESULT, Txn
+from ..state.manifest import COMPACTION, BatchRecord, RESULT, Txn
 from ..state.stats import BatchStats, MapLayout, snapshot_rows
 from ..state.view import LoadedView
-from .hot import COMPACTION
 from .maps import rows_per_file
 
 
