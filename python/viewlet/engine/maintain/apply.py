@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Optional
+from typing import Callable, Optional
 
 import pyarrow.compute as pc
 
@@ -38,24 +38,29 @@ from .window import window_source
 
 
 def apply_batch(view: LoadedView, record: BatchRecord,
-                previous: Optional[BatchRecord] = None) -> BatchStats:
+                previous: Optional[BatchRecord] = None,
+                before_writes: Callable[[], None] = lambda: None) -> BatchStats:
     """Run one batch and commit every map, each with the batch's transaction id, so that a
     re-run commits only what a crash left uncommitted. `previous`: the last committed batch
-    (its stats carry the maps' layouts)."""
+    (its stats carry the maps' layouts). `before_writes` is called before the batch writes
+    anything (its planned row, committed meanwhile: ops/planning.py); it raises to stop a
+    batch that is not this refresher's."""
     with Progress(view.ctx.spark, f"refresh {view.name} batch {record.batch}",
                   view.settings.progress_after, lazy=True) as progress:
         stats = _apply_batch(view, record, progress,
-                             previous.batch_stats if previous else BatchStats())
+                             previous.batch_stats if previous else BatchStats(), before_writes)
         stats.spark_jobs = progress.spark_jobs()
     return stats
 
 
 def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
-                 previous: BatchStats) -> BatchStats:
+                 previous: BatchStats, before_writes: Callable[[], None]) -> BatchStats:
     if view.compiled.depth == 0:
+        before_writes()
         return _recompute(view, record, progress)
     scale_out = policy.scale_out(view, record)
-    if scale_out is not None:
+    if scale_out is not None:                    # the executors stage files from the start
+        before_writes()
         return _apply_distributed(view, record, progress, previous, scale_out)
     stats = BatchStats()
     ctx = view.ctx
@@ -71,6 +76,7 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
         else:
             result = result_source(view, record, deltas, local, progress)
         stats.seconds["result"] = time.perf_counter() - t0
+    before_writes()
     faults.point("batch.computed")
     t0 = time.perf_counter()
     changed_rows = write_deltas(view, record, deltas, progress)

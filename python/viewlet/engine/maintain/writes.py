@@ -59,3 +59,9 @@ class SideBySide:
 
     def __exit__(self, *exc) -> None:
         wait(self._futures)
+
+
+def in_background(work: Callable[[], T]) -> Future:
+    """Run one commit on the commit threads (a batch's planned row: ops/planning.py); the
+    caller waits for it before it goes on."""
+    return _executor().submit(work)

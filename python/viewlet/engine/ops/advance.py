@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from ...frontend.subqueries import TOO_MANY_ROWS
 from ..batch import drift
@@ -19,6 +19,7 @@ from ..state import lease
 from ..state.manifest import BatchRecord, ORDERED, RESULT
 from ..state.stats import BatchStats
 from ..state.view import LoadedView
+from .planning import NotPlanned, PlannedRow
 from .results import Refreshed
 
 log = logging.getLogger("viewlet")
@@ -65,10 +66,19 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
             map_versions[ORDERED] = ctx.store.version(view.ordered_path)
         record = BatchRecord(manifest.next_planned(rows), "planned", ranges, map_versions, {})
         with lease.Lease(view, record.batch):    # written before the planned row is visible
-            if not manifest.plan(record.batch, ranges, map_versions):
+            # the planned row commits while the batch reads and computes (ops/planning.py)
+            planned = PlannedRow(manifest, record)
+            try:
+                stats = _apply_or_drop(view, record, last, planned.wait)
+                planned.wait()           # a batch that wrote nothing has not waited yet
+            except NotPlanned:
                 continue                 # another refresher planned it first: wait for it
-            faults.point("batch.planned")
-            stats = _apply_or_drop(view, record, last)
+            except Exception:
+                if planned.lost():       # it failed on a batch another refresher owns
+                    continue
+                raise
+            finally:
+                planned.settle()
             stats.seconds["total"] = time.perf_counter() - t0
             stats.result_version = ctx.store.version(view.result_path)
             manifest.commit(record, stats.to_json())
@@ -112,16 +122,19 @@ def _take_over(view: LoadedView, planned: BatchRecord,
     return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, row)
 
 
-def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord) -> BatchStats:
-    """apply_batch; a batch that fails on its data (a scalar subquery without an aggregate
-    returned several rows, which Spark's query raises too) before writing any map or the
-    result is dropped from the manifest, so that the next REFRESH plans anew and sees the
-    commits that fix the data (re-running the same inputs would fail forever)."""
+def _apply_or_drop(view: LoadedView, record: BatchRecord, last: BatchRecord,
+                   before_writes: Callable[[], None] = lambda: None) -> BatchStats:
+    """apply_batch (`before_writes`: as there); a batch that fails on its data (a scalar
+    subquery without an aggregate returned several rows, which Spark's query raises too)
+    before writing any map or the result is dropped from the manifest, so that the next
+    REFRESH plans anew and sees the commits that fix the data (re-running the same inputs
+    would fail forever)."""
     try:
-        return apply_batch(view, record, last)
+        return apply_batch(view, record, last, before_writes)
     except Exception as e:                     # noqa: BLE001 - re-raised
         if TOO_MANY_ROWS not in str(e):
             raise
+        before_writes()                        # the planned row a drop follows
         store = view.ctx.store
         paths = {RESULT: view.result_path, ORDERED: view.ordered_path if view.top_n else None}
         written = [m for m, v in record.map_versions.items()
