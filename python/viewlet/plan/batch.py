@@ -84,6 +84,17 @@ class Phase:
         return list(out.items())
 
     @cached_property
+    def summed_tree(self) -> exp.Expression:
+        """`tree` with each block's rows summed by its keys (a GROUP BY per block) before
+        they are packed: for the local target, where a GROUP BY costs no shuffle and runs on
+        every core, so a large batch reaches the driver's per-map sums (single-threaded
+        Arrow) as one row per key."""
+        tree = sqlglot.parse_one(_packed(self, summed=True), read="spark")
+        if self.tree.args.get("with_") is not None:
+            tree.set("with_", self.tree.args["with_"].copy())
+        return tree
+
+    @cached_property
     def spark_text(self) -> str:
         """The phase as text for `spark.sql(text, **frames)`: leaves as `{f0}`, ... and
         every other brace doubled (the text is a format string)."""
@@ -333,10 +344,11 @@ def _slots(blocks: List[Block]):
             b.slots[col] = "c_" + "".join(ch if ch.isalnum() else "_" for ch in t) + f"_{n}"
 
 
-def _packed(plan: Phase) -> str:
+def _packed(plan: Phase, summed: bool = False) -> str:
     """Every block's rows in one UNION ALL (each block fills the packed columns of its
     columns, NULL elsewhere, tagged with its index): one collect for the batch. Rows are
-    summed by key on the driver: a GROUP BY per block would cost Spark a shuffle stage each."""
+    summed by key on the driver: a GROUP BY per block would cost Spark a shuffle stage each.
+    `summed`: each block's rows summed by its keys in the query (Phase.summed_tree)."""
     columns = plan.columns()
     parts = []
     for b in plan.blocks:
@@ -344,10 +356,15 @@ def _packed(plan: Phase) -> str:
         for j, (col, t) in enumerate(b.keys):
             own[b.slots[col]] = f"CAST({q(f'g{j}')} AS {t})"
         for i, m in enumerate(b.members):
-            own[b.slots[m.out]] = f"CAST({q(f'v{i}')} AS {b.types[m.out]})"
+            value = f"SUM({q(f'v{i}')})" if summed else q(f'v{i}')
+            own[b.slots[m.out]] = f"CAST({value} AS {b.types[m.out]})"
         cols = [f"{own[c]} AS {q(c)}" if c in own else f"CAST(NULL AS {t}) AS {q(c)}"
                 for c, t in columns]
-        parts.append(f"(SELECT CAST({b.tag} AS INT) AS {TAG}, {', '.join(cols)} FROM b{b.tag})")
+        part = f"SELECT CAST({b.tag} AS INT) AS {TAG}, {', '.join(cols)} FROM b{b.tag}"
+        if summed:      # a block without keys and without rows has no row, as unsummed
+            part += (f" GROUP BY {', '.join(q(f'g{j}') for j in range(len(b.keys)))}"
+                     if b.keys else " HAVING COUNT(*) > 0")
+        parts.append(f"({part})")
     return " UNION ALL ".join(parts)
 
 

@@ -61,7 +61,7 @@ def local_sql(view, phase: Phase) -> str:
     if key not in cache:
         tables = {LEAF_PREFIX + name: leaf_columns(view, leaf) for name, leaf in phase.leaves.items()}
         try:
-            tree, _ = Translator(tables, ansi=ansi).query(phase.tree.copy())
+            tree, _ = Translator(tables, ansi=ansi).query(phase.summed_tree.copy())
             materialize_shared(tree)
             cache[key] = (phase, tree.sql(dialect="duckdb"))
         except NotLocal as e:
