@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletError
 from .arrow import plain_types
@@ -19,6 +20,19 @@ from .update_feed import (SIGN_COLUMN, CommitLog, change_files,
                           without_rows)
 
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+_KINDS = pa.array(list(_SIGN))
+_KIND_SIGNS = pa.array(list(_SIGN.values()), pa.int64())
+
+
+def _signs(kinds: pa.ChunkedArray) -> pa.Array:
+    """Each change row's sign (+1 an insert or post-image, -1 a delete or pre-image)."""
+    at = pc.index_in(kinds, value_set=_KINDS)
+    if at.null_count:
+        unknown = pc.filter(kinds, pc.is_null(at))[0].as_py()
+        raise ChangeFeedError(f"Unknown change type {unknown!r} in a Delta change data feed.")
+    return pc.take(_KIND_SIGNS, at)
+
+
 # Reader features a plain Parquet read of the snapshot files would get wrong.
 _UNREADABLE_FEATURES = {"columnMapping"}
 _SNAPSHOTS_KEPT = 512
@@ -272,8 +286,7 @@ class DeltaRsStore(TableStore):
                 "created and the history must not be vacuumed; REFRESH INCREMENTAL VIEW <name> "
                 "FULL rebuilds the view from the current data.") from None
         table = plain_types(table)
-        kinds = table.column("_change_type").to_pylist()
-        signs = pa.array([_SIGN[k] for k in kinds], pa.int64())
+        signs = _signs(table.column("_change_type"))
         data_cols = [c for c in table.column_names
                      if c not in ("_change_type", "_commit_version", "_commit_timestamp")]
         changes = table.select(data_cols).append_column(SIGN_COLUMN, signs)
@@ -706,7 +719,6 @@ def _delete_files(path: str, names, options) -> None:
 
 
 def _stats(chunk: pa.Table) -> Dict:
-    import pyarrow.compute as pc
     mins, maxs, nulls = {}, {}, {}
     for name, column in zip(chunk.column_names, chunk.columns):
         nulls[name] = column.null_count
@@ -753,7 +765,6 @@ def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: i
     """Replace the change rows of commits delta-rs's change feed gets wrong by the rows of
     the files those commits replaced (update_feed.py): delta-rs UPDATEs (wrong on tables with
     duplicate rows) and deletes written as deletion vectors."""
-    import pyarrow.compute as pc
     # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
     log = _commit_log(dt, options)
     unreliable = {}
