@@ -194,3 +194,59 @@ def test_the_local_target_sums_each_block_by_its_keys(spark, vl, tmp_path, auto,
     finally:
         for view in queries:
             spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+
+
+WIDE = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n, SUM(s.f) AS sf, AVG(s.f) AS af, " \
+       "SUM(r.c * s.f) AS x FROM r JOIN s ON r.b = s.b GROUP BY r.a"
+
+
+def test_create_on_the_executors_loads_every_map_from_one_plan(spark, vl, tmp_path, auto,
+                                                                monkeypatch):
+    """CREATE on the executors computes the maps as the load program's batch plan, one Spark
+    query per phase (ops/load.py executor_maps), never a query per map column; the view is
+    exact then and after distributed batches."""
+    from viewlet.engine.batch.distributed import DistributedTarget
+    from viewlet.engine.ops import create
+
+    def per_column(*args, **kwargs):
+        raise AssertionError("a map loaded by one query per column")
+
+    phases = []
+    original = DistributedTarget.execute
+
+    def counted(self, phase):
+        phases.append(self.summed)
+        return original(self, phase)
+
+    monkeypatch.setattr(create, "initial_map", per_column)
+    monkeypatch.setattr(DistributedTarget, "execute", counted)
+    work = registered_workload(spark, str(tmp_path), seed=47, rows=30)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_load WITH (engine = 'distributed') AS {WIDE}")
+    try:
+        assert phases and all(phases), phases       # the load's phases, blocks summed
+        assert_view_matches(spark, "tg_load", WIDE)
+        phases.clear()
+        _batches(spark, work, "tg_load", WIDE, 2)
+        assert phases and not any(phases)           # batches: rows summed per map after
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_load")
+
+
+def test_create_on_the_executors_of_maps_the_local_typer_refuses(spark, vl, tmp_path, auto,
+                                                                  monkeypatch):
+    """A map definition the local typer cannot type (a function without a local
+    equivalent) loads by its own queries, typed by Spark's analyzer; the view is exact."""
+    from viewlet.engine.ops import create
+
+    def one_plan(*args, **kwargs):
+        raise AssertionError("loaded from the one plan")
+
+    monkeypatch.setattr(create, "executor_maps", one_plan)
+    query = "SELECT upper(t.h) AS uh, COUNT(*) AS n, SUM(t.g) AS sg FROM t GROUP BY upper(t.h)"
+    work = registered_workload(spark, str(tmp_path), seed=48)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_load_spark WITH (engine = 'distributed') AS {query}")
+    try:
+        assert_view_matches(spark, "tg_load_spark", query)
+        _batches(spark, work, "tg_load_spark", query, 2)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_load_spark")

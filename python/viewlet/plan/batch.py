@@ -88,7 +88,7 @@ class Phase:
         """`tree` with each block's rows summed by its keys (a GROUP BY per block) before
         they are packed: for the local target, where a GROUP BY costs no shuffle and runs on
         every core, so a large batch reaches the driver's per-map sums (single-threaded
-        Arrow) as one row per key."""
+        Arrow) as one row per key; and for a map load on the executors."""
         tree = sqlglot.parse_one(_packed(self, summed=True), read="spark")
         if self.tree.args.get("with_") is not None:
             tree.set("with_", self.tree.args["with_"].copy())
@@ -99,6 +99,12 @@ class Phase:
         """The phase as text for `spark.sql(text, **frames)`: leaves as `{f0}`, ... and
         every other brace doubled (the text is a format string)."""
         return spark_text(self.tree, self.leaves)
+
+    @cached_property
+    def summed_spark_text(self) -> str:
+        """`summed_tree` as text for `spark.sql` (as spark_text): a map load on the
+        executors, where the blocks' sums are shuffles of one query."""
+        return spark_text(self.summed_tree, self.leaves)
 
 
 def spark_text(tree: exp.Expression, leaves) -> str:

@@ -39,12 +39,14 @@ def _stage(df: DataFrame, location: str) -> DataFrame:
 class DistributedTarget(Target):
     """A batch on the executors, in a batch session of its own sized by `change_rows` (the
     policy's estimate): its scratch directory and the deltas it persisted live until the
-    block ends, so the maps and the result can be written from them."""
+    block ends, so the maps and the result can be written from them. `summed`: each
+    block's rows summed by key in the phase's query (a map load: ops/load.py)."""
 
     name = DISTRIBUTED
 
-    def __init__(self, view, record, change_rows: int):
+    def __init__(self, view, record, change_rows: int, summed: bool = False):
         self.view, self.record = view, record
+        self.summed = summed          # blocks summed by key in the phase's query (a load)
         self.spark = batch_session(view, change_rows)
         self.scratch = view.scratch_dir(record.batch)
         self.persisted: List[DataFrame] = []
@@ -79,7 +81,8 @@ class DistributedTarget(Target):
 
     def execute(self, phase: Phase) -> DataFrame:
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
-        packed = _stage(self.spark.sql(phase.spark_text, **frames),
+        text = phase.summed_spark_text if self.summed else phase.spark_text
+        packed = _stage(self.spark.sql(text, **frames),
                         f"{self.scratch}/phase{self._phases}")
         self._phases += 1
         return packed

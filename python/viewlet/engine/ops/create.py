@@ -57,8 +57,9 @@ from ..state.tables import relation_frame
 from ..state.view import LoadedView, Resident
 from . import probe
 from .bases import UNKNOWN_ROWS, base_rows, load_versions
-from .load import (SnapshotSource, collect, create_map, create_result, initial_map, initial_result,
-                   load_compiled, local_maps, relation_types, staged, typed_map)
+from .load import (SnapshotSource, collect, create_map, create_result, executor_maps,
+                   initial_map, initial_result, load_compiled, local_maps, relation_types,
+                   staged, typed_map)
 from .results import Created
 
 log = logging.getLogger("viewlet")
@@ -239,6 +240,11 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
     c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
     choice = policy.for_load(c.settings, rows)
     args = (c, source, frames, location_of, output_types, agg_types, layout, rows)
+    if choice.target == DISTRIBUTED:
+        try:        # the maps typed here load in one plan (ops/load.py executor_maps)
+            return _planned(*args, choice, typed=True)
+        except NotLocal as e:
+            log.info("View %s: each map loads by its own queries (%s)", c.name, e)
     if choice.target == LOCAL:
         try:
             plan = _planned(*args, choice, typed=True)
@@ -346,6 +352,36 @@ def _written_maps(c: _Creation, plan: _Plan, loaded: Iterable[Tuple[str, pa.Tabl
             yield part, data, written
 
 
+def _load_on_executors(c: _Creation, plan: _Plan, sources) -> Dict[str, DataFrame]:
+    """Every map to load written by the executors; the `sources` among them (what the
+    first result is derived from), read back. Maps typed without Spark load from one plan
+    (ops/load.py executor_maps: every phase one query); others by their own queries."""
+    ctx, parts, definition = c.ctx, plan.parts, plan.view.definition
+    arrow = {part: arrow_schema(definition.maps[part].struct()) for part in parts}
+    read = {}
+
+    def write(frames: Dict[str, DataFrame], verb: str):
+        for i, part in enumerate(parts, 1):
+            c.progress.step(f"{verb} map {part} on the executors ({i}/{len(parts) + 1})")
+            path = ctx.layout.map_table(plan.view.id, part)
+            create_map(ctx, path, frames[part], definition.maps[part], arrow[part], plan.txn,
+                       plan.base_rows)
+            if part in sources:
+                read[part] = read_table(ctx.spark, ctx.store, path, 0)
+
+    if parts and all(frame is None for frame in parts.values()):
+        draft = LoadedView(ctx, plan.view.entry,
+                           Resident(load_compiled(plan.view.compiled, list(parts))),
+                           c.settings)
+        c.progress.step(f"computing the {len(parts)} map(s) on the executors "
+                        f"(1-{len(parts)}/{len(parts) + 1})")
+        with executor_maps(draft, plan.versions, plan.base_rows) as frames:
+            write(frames, "writing")
+    else:
+        write(parts, "loading")
+    return read
+
+
 def _execute(c: _Creation, plan: _Plan):
     """Load the maps and write the first result; (its rows, a top-N view's ordered rows)."""
     ctx, compiled, progress, keep = c.ctx, c.compiled, c.progress, c.keep
@@ -361,14 +397,7 @@ def _execute(c: _Creation, plan: _Plan):
     try:
         if scale_out:
             log.info("View %s: loading on the executors: %s", c.name, plan.choice.reason)
-            read = {}
-            for i, part in enumerate(parts, 1):
-                progress.step(f"loading map {part} on the executors ({i}/{len(parts) + 1})")
-                path = ctx.layout.map_table(view.id, part)
-                create_map(ctx, path, parts[part], definition.maps[part], arrow[part], txn,
-                           base_rows)
-                if part in sources:
-                    read[part] = read_table(ctx.spark, ctx.store, path, 0)
+            read = _load_on_executors(c, plan, sources)
         else:
             # Small bases: every map in one Spark job; else one job per map, so that the
             # driver holds one map at a time (ops/load.py).

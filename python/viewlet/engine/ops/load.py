@@ -18,12 +18,18 @@ tag, each map's columns in packed columns shared by type (as a batch's blocks ar
 plan/batch.py). Larger bases keep one job per map, so the driver never holds more than one
 large map at a time.
 
-On the executors (`create_map`, `create_result`): written into the tables' directories by
-Spark and committed by the driver, for base tables too large to pass through it.
+On the executors (`executor_maps`, `create_map`, `create_result`): written into the tables'
+directories by Spark and committed by the driver, for base tables too large to pass through
+it. Maps the local typer types are computed as the load program's batch plan on the
+distributed target, every phase one Spark query whose blocks share the base tables' scans and
+joins and sum their rows by key: TPC-H Q1's ten value columns read lineitem once, where one
+query per column read it ten times. A map that cannot be typed so is computed by its own
+queries (`initial_map`, typed by Spark's analyzer).
 """
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import pyarrow as pa
@@ -36,6 +42,7 @@ from ...frontend.spec import COUNT_COLUMN
 from ...plan.definitions import definition_types, spark_type_name
 from ...plan.local import types as T
 from ...plan.lower import AtomSource, SqlBuilder, lower_query, q
+from ..batch.distributed import DistributedTarget
 from ..batch.leaves import typed_columns
 from ..batch.local import LocalTarget
 from ..batch.result_sql import multiset_params, result_rows_sql
@@ -159,6 +166,29 @@ def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
                 pc.or_, [pc.not_equal(table.column(c), 0) for c in zero]))
         out[name] = table
     return out
+
+
+@contextmanager
+def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Dict[str, DataFrame]]:
+    """Every map's rows at the base tables' `versions` as DataFrames the executors compute,
+    valid inside the block: the load program's batch plan (as `local_maps`), one Spark query
+    per phase whose blocks share the scans and joins of the base tables and sum their rows by
+    key (a map's value columns over one join are one block), staged once as Parquet.
+    `view`: as for local_maps; `base_rows` sizes the shuffles."""
+    plan = view.batch_plan((LOAD,), (LOAD,))
+    record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
+                         {}, {})
+    with DistributedTarget(view, record, base_rows, summed=True) as target:
+        target.bind({})
+        totals = run_phases(view, plan, target, BatchStats(), timed=False)
+        out = {}
+        for name in view.compiled.program.maps:
+            frame = totals.get(name)
+            if frame is None:
+                frame = target.spark.createDataFrame([], view.map_schema(name).struct())
+            # a row is gone when its support (or every column) sums to 0 (as local_maps)
+            out[name] = frame.where(" OR ".join(f"{q(c)} <> 0" for c in view.zero_columns(name)))
+        yield out
 
 
 def load_compiled(compiled: CompiledView, names: Sequence[str]) -> CompiledView:
