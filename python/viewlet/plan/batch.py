@@ -86,9 +86,9 @@ class Phase:
     @cached_property
     def summed_tree(self) -> exp.Expression:
         """`tree` with each block's rows summed by its keys (a GROUP BY per block) before
-        they are packed: for the local target, where a GROUP BY costs no shuffle and runs on
-        every core, so a large batch reaches the driver's per-map sums (single-threaded
-        Arrow) as one row per key; and for a map load on the executors."""
+        they are packed: for a map load (every map := its definition over whole base
+        tables), whose blocks reduce many rows to few keys, locally (DuckDB on every core
+        instead of the driver's single-threaded Arrow sums) and on the executors."""
         tree = sqlglot.parse_one(_packed(self, summed=True), read="spark")
         if self.tree.args.get("with_") is not None:
             tree.set("with_", self.tree.args["with_"].copy())

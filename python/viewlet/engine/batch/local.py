@@ -38,30 +38,35 @@ def failure_text(e: BaseException) -> str:
 
 class LocalTarget(ArrowTarget):
     """The plan's phases as DuckDB queries over the leaves as Arrow tables (NotLocal,
-    LocalEngineError, ... when it cannot: LOCAL_FAILURES)."""
+    LocalEngineError, ... when it cannot: LOCAL_FAILURES). `summed`: each block's rows summed
+    by its keys in the query (Phase.summed_tree): a map load, whose blocks read whole base
+    tables into few keys; a batch's blocks mostly hold one row per key already, and the extra
+    GROUP BY cost TPC-H Q10 more than the driver's sums it saved."""
 
     name = LOCAL
 
-    def __init__(self, view, record, deltas: Dict[str, pa.Table]):
-        self.view = view
+    def __init__(self, view, record, deltas: Dict[str, pa.Table], summed: bool = False):
+        self.view, self.summed = view, summed
         self.leaves = ArrowLeaves(view, record, deltas)
 
     def execute(self, phase: Phase) -> pa.Table:
-        sql = local_sql(self.view, phase)
+        sql = local_sql(self.view, phase, self.summed)
         tables = {LEAF_PREFIX + name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         return self.view.ctx.local_engine.query(sql, tables)
 
 
 # -- translations, once per view ------------------------------------------------------------
-def local_sql(view, phase: Phase) -> str:
-    """The phase as DuckDB SQL with Spark's results (NotLocal if it cannot be)."""
+def local_sql(view, phase: Phase, summed: bool = False) -> str:
+    """The phase as DuckDB SQL with Spark's results (NotLocal if it cannot be); `summed`:
+    its summed_tree."""
     ansi = view.settings.ansi
     cache = view.derived.local_sql
-    key = (id(phase), ansi)
+    key = (id(phase), ansi, summed)
     if key not in cache:
         tables = {LEAF_PREFIX + name: leaf_columns(view, leaf) for name, leaf in phase.leaves.items()}
         try:
-            tree, _ = Translator(tables, ansi=ansi).query(phase.summed_tree.copy())
+            tree = phase.summed_tree if summed else phase.tree
+            tree, _ = Translator(tables, ansi=ansi).query(tree.copy())
             materialize_shared(tree)
             cache[key] = (phase, tree.sql(dialect="duckdb"))
         except NotLocal as e:

@@ -154,7 +154,7 @@ def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
     plan = view.batch_plan((LOAD,), (LOAD,))
     record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
                          {}, {})
-    with LocalTarget(view, record, {}) as target:
+    with LocalTarget(view, record, {}, summed=True) as target:
         rows = run_phases(view, plan, target, BatchStats())
     out = {}
     for name in view.compiled.program.maps:
