@@ -22,9 +22,10 @@ On the executors (`executor_maps`, `create_map`, `create_result`): written into 
 directories by Spark and committed by the driver, for base tables too large to pass through
 it. Maps the local typer types are computed as the load program's batch plan on the
 distributed target, every phase one Spark query whose blocks share the base tables' scans and
-joins and sum their rows by key: TPC-H Q1's ten value columns read lineitem once, where one
-query per column read it ten times. A map that cannot be typed so is computed by its own
-queries (`initial_map`, typed by Spark's analyzer).
+joins and sum their rows by key: TPC-H Q1's map reads lineitem once, where one query per
+value column read it once per column (66 million rows read at SF 1, 6 million now). A map
+that cannot be typed so is computed by its own queries (`initial_map`, typed by Spark's
+analyzer).
 """
 from __future__ import annotations
 
