@@ -287,3 +287,36 @@ def test_map_deltas_summed_by_duckdb_stay_exact(spark, vl, tmp_path, auto, monke
         assert seen, "no delta was summed by DuckDB"
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
+
+
+def test_members_of_a_block_share_one_table_of_its_rows(spark, vl, tmp_path, auto, monkeypatch):
+    """A block whose members each write their own column of one map yields that map one
+    table as long as the block's rows (batch/target.py ArrowTarget.split), not one per
+    member; the view stays exact."""
+    from viewlet.engine.batch.target import ArrowTarget
+    from viewlet.plan.batch import TAG
+    import pyarrow.compute as pc
+    query = "SELECT r.a, COUNT(*) AS n, SUM(r.c) AS sc, AVG(r.c) AS ac, COUNT(r.c) AS nc " \
+            "FROM r GROUP BY r.a"
+    checked = []
+    original = ArrowTarget.split
+
+    def recorded(self, view, phase, packed):
+        pieces = original(self, view, phase, packed)
+        for b in phase.blocks:
+            targets = {m.target for m in b.members}
+            columns = [(m.target, m.column) for m in b.members]
+            if len(b.members) > 1 and len(targets) == 1 and len(set(columns)) == len(columns):
+                block_rows = pc.sum(pc.equal(packed.column(TAG), b.tag)).as_py() or 0
+                piece_rows = sum(t.num_rows for t in pieces.get(next(iter(targets)), []))
+                checked.append((block_rows, piece_rows))
+        return pieces
+
+    monkeypatch.setattr(ArrowTarget, "split", recorded)
+    work = registered_workload(spark, str(tmp_path), seed=49, rows=30)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_shared WITH (engine = 'local') AS {query}")
+    try:
+        _batches(spark, work, "tg_shared", query, 3)
+        assert checked and all(piece == block for block, piece in checked), checked
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_shared")
