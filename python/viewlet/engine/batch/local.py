@@ -64,8 +64,8 @@ class LocalTarget(ArrowTarget):
 
     def sum(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
         """As ArrowTarget.sum; pieces of DUCKDB_SUM_FROM_ROWS rows or more are summed by
-        DuckDB on every core first (Arrow's group-by runs on one: a million-change batch of
-        TPC-H Q1 spent 1.8 s there), and Arrow then sums the few rows left."""
+        DuckDB on every core first (Arrow's group-by runs on one), and Arrow then sums the
+        rows left."""
         if sum(p.num_rows for p in pieces) < DUCKDB_SUM_FROM_ROWS:
             return super().sum(view, name, pieces)
         schema = view.map_schema(name)
