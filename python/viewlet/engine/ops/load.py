@@ -147,14 +147,18 @@ def load_program(program: Program, names: Sequence[str]) -> Program:
     return load
 
 
+def _load_record(versions: Dict[str, int]) -> BatchRecord:
+    """The load's batch record: every base table read at its load version."""
+    return BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()}, {}, {})
+
+
 def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
     """Every map's rows at the base tables' `versions`, computed by the local target.
     `view`: a view whose compiled program is the load program (load_program) and whose
     definition holds the maps' schemas. Raises what the local target raises when it
     cannot (batch/local.py LOCAL_FAILURES): the caller loads on Spark then."""
     plan = view.batch_plan((LOAD,), (LOAD,))
-    record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
-                         {}, {})
+    record = _load_record(versions)
     with LocalTarget(view, record, {}, summed=True) as target:
         rows = run_phases(view, plan, target, BatchStats())
     out = {}
@@ -177,8 +181,7 @@ def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Di
     key (a map's value columns over one join are one block), staged once as Parquet.
     `view`: as for local_maps; `base_rows` sizes the shuffles."""
     plan = view.batch_plan((LOAD,), (LOAD,))
-    record = BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()},
-                         {}, {})
+    record = _load_record(versions)
     with DistributedTarget(view, record, base_rows, summed=True) as target:
         target.bind({})
         totals = run_phases(view, plan, target, BatchStats(), timed=False)
