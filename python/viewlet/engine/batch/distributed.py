@@ -27,7 +27,7 @@ from ..spark.io import union_all
 from ..state.settings import DISTRIBUTED
 from .leaves import FrameLeaves
 from .spark import batch_session, sum_by_keys
-from .target import Target, member_columns
+from .target import Target, member_columns, sharing_rows
 
 
 def _stage(df: DataFrame, location: str) -> DataFrame:
@@ -91,11 +91,11 @@ class DistributedTarget(Target):
         pieces: Dict[str, List[DataFrame]] = {}
         for b in phase.blocks:
             rows = packed.where(F.col(TAG) == F.lit(b.tag))
-            for m in b.members:
-                keys, values = member_columns(view, b, m)
+            for members in sharing_rows(b):     # one copy of the rows per group
+                keys, values = member_columns(view, b, members)
                 items = [f"CAST({q(s.packed) if s.packed is not None else 'NULL'} AS {s.type}) "
                          f"AS {q(s.column)}" for s in keys + values]
-                pieces.setdefault(m.target, []).append(rows.selectExpr(*items))
+                pieces.setdefault(members[0].target, []).append(rows.selectExpr(*items))
         return pieces
 
     def sum(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:

@@ -35,15 +35,35 @@ class Slot(NamedTuple):
     type: str
 
 
-def member_columns(view, block: Block, member: Member) -> Tuple[List[Slot], List[Slot]]:
-    """Where the packed rows of `block` hold the map rows `member` writes: (the map's key
-    columns, its value columns; all values but the member's own are NULL)."""
-    schema = view.map_schema(member.target)
+def member_columns(view, block: Block, members: List[Member]) -> Tuple[List[Slot], List[Slot]]:
+    """Where the packed rows of `block` hold the map rows `members` write (one map, the same
+    keys: `sharing_rows`): (the map's key columns, its value columns; a value no member
+    writes is NULL)."""
+    first = members[0]
+    schema = view.map_schema(first.target)
     keys = [Slot(key, block.slots[f"p{block.tag}_g{int(block_col[1:])}"], key_type)
-            for block_col, key, key_type in zip(member.keys, schema.keys, schema.key_types)]
-    values = [Slot(column, block.slots[member.out] if column == member.column else None, t)
-              for column, t in schema.values.items()]
+            for block_col, key, key_type in zip(first.keys, schema.keys, schema.key_types)]
+    written = {m.column: block.slots[m.out] for m in members}
+    values = [Slot(column, written.get(column), t) for column, t in schema.values.items()]
     return keys, values
+
+
+def sharing_rows(block: Block) -> List[List[Member]]:
+    """The block's members in groups that write one map at the same key columns, each map
+    column at most once per group (a column written twice goes to another group). A group
+    shares one copy of the block's rows, each member's value in its column: a map's rows
+    sum per column, so one row holding several columns' values is the rows holding one
+    each. One copy per member instead made a block of ten members ten copies of its rows,
+    nine value columns of each NULL (seconds of a million-change TPC-H Q1 batch)."""
+    groups: List[List[Member]] = []
+    for m in block.members:
+        group = next((g for g in groups if g[0].target == m.target and g[0].keys == m.keys
+                      and all(o.column != m.column for o in g)), None)
+        if group is None:
+            groups.append([m])
+        else:
+            group.append(m)
+    return groups
 
 
 class Target(ABC):
@@ -107,46 +127,26 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     return out
 
 
-def _sharing_rows(block: Block) -> List[List[Member]]:
-    """The block's members in groups that write one map at the same key columns, each map
-    column at most once per group (a column written twice goes to another group)."""
-    groups: List[List[Member]] = []
-    for m in block.members:
-        group = next((g for g in groups if g[0].target == m.target and g[0].keys == m.keys
-                      and all(o.column != m.column for o in g)), None)
-        if group is None:
-            groups.append([m])
-        else:
-            group.append(m)
-    return groups
-
-
 class ArrowTarget(Target):
     """A target whose packed rows reach the driver as Arrow (local, spark): split and summed
     there."""
 
     def split(self, view, phase: Phase, packed: pa.Table) -> Dict[str, List[pa.Table]]:
-        """A block's members that write one map at the same keys share one table of its
-        rows, each member's value in its column (a map's rows sum per column, so one row
-        holding several columns' values is the rows holding one each): a block of ten
-        members used to make ten tables as long as its rows, nine columns of each NULL,
-        which a million-change batch of TPC-H Q1 spent seconds allocating and summing."""
         tags = packed.column(TAG)
         pieces: Dict[str, List[pa.Table]] = {}
         for b in phase.blocks:
             rows = packed.filter(pc.equal(tags, b.tag))
             if rows.num_rows == 0:
                 continue
-            for members in _sharing_rows(b):
+            for members in sharing_rows(b):
                 target = members[0].target
                 schema = view.map_arrow_schema(target)
-                keys, _ = member_columns(view, b, members[0])
+                keys, values = member_columns(view, b, members)
                 cols = {k.column: rows.column(k.packed).cast(schema.field(k.column).type)
                         for k in keys}
-                written = {m.column: b.slots[m.out] for m in members}
-                for name in view.map_schema(target).values:
-                    cols[name] = rows.column(written[name]) if name in written else \
-                        pa.nulls(rows.num_rows, schema.field(name).type)
+                for v in values:
+                    cols[v.column] = rows.column(v.packed) if v.packed is not None else \
+                        pa.nulls(rows.num_rows, schema.field(v.column).type)
                 pieces.setdefault(target, []).append(pa.table(cols, schema=schema))
         return pieces
 
