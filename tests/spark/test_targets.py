@@ -3,6 +3,9 @@ fallback of a failing local batch to Spark, views the local target refuses, and 
 HISTORY, EXPLAIN and DESCRIBE say about it. Every batch is checked against Spark."""
 from __future__ import annotations
 
+import os
+from urllib.parse import unquote, urlparse
+
 import pytest
 
 from viewlet.engine.local import executor as local_engine
@@ -232,6 +235,64 @@ def test_create_on_the_executors_loads_every_map_from_one_plan(spark, vl, tmp_pa
         assert phases and not any(phases)           # batches: rows summed per map after
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_load")
+
+
+def test_maps_the_executors_load_are_sorted_across_files_of_their_size(spark, vl, tmp_path,
+                                                                      auto, monkeypatch):
+    """CREATE on the executors writes each map sorted by its cluster keys into files of at
+    most the per-file rows (ops/load.py create_map): a map no larger than one file in one
+    file without a sampled sort, a larger one range-partitioned so that the files hold
+    disjoint, ordered key ranges (NULL first), which lookups skip by their statistics."""
+    import pyarrow.parquet as pq
+    from viewlet.engine.ops import create, load
+    per_file = 4
+    monkeypatch.setattr(load, "rows_per_file", lambda rows: per_file)
+    bounds = {}
+    original = load.create_map
+
+    def recorded(ctx, path, frame, schema, arrow, txn, base_rows, rows=None):
+        bounds[path] = rows
+        return original(ctx, path, frame, schema, arrow, txn, base_rows, rows)
+
+    monkeypatch.setattr(load, "create_map", recorded)
+    monkeypatch.setattr(create, "create_map", recorded)
+    registered_workload(spark, str(tmp_path), seed=50, rows=30)
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_sorted WITH (engine = 'distributed') AS {WIDE}")
+    try:
+        assert_view_matches(spark, "tg_sorted", WIDE)
+        view = vl.ctx.load("tg_sorted")
+        several = 0
+        for name, schema in view.definition.maps.items():
+            path = view.map_path(name)
+            assert bounds.get(path) is not None, (name, bounds)      # the bound was known
+            files = [pq.read_table(_local(path, relative))
+                     for relative in vl.ctx.store.file_paths(path, 0).values()]
+            rows = sum(f.num_rows for f in files)
+            assert rows <= bounds[path], (name, rows, bounds[path])
+            assert all(f.num_rows <= per_file for f in files), name
+            if not schema.keys:
+                continue
+            first = schema.keys[schema.cluster[0]]
+            ranges = []
+            for f in files:
+                keys = f.column(first).to_pylist()
+                ordered = [(k is not None, k) for k in keys]
+                assert ordered == sorted(ordered), (name, keys)      # sorted in its file
+                ranges.append((ordered[0], ordered[-1]))
+            ranges.sort()
+            assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:])), (name, ranges)
+            several += len(files) > 1
+            if bounds[path] <= per_file:
+                assert len(files) == 1, (name, len(files))
+        assert several, "no map was large enough for several files"
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_sorted")
+
+
+def _local(table: str, relative: str) -> str:
+    """A data file's local path, from the path its add action names."""
+    path = unquote(urlparse(relative).path) if "://" in relative else relative
+    return path if os.path.isabs(path) else os.path.join(table, path)
 
 
 def test_create_on_the_executors_of_maps_the_local_typer_refuses(spark, vl, tmp_path, auto,

@@ -7,19 +7,20 @@ fits the driver, and the fastest way for small ones. A batch larger than that ru
   * the changes are read by the executors from the files holding them (spark/changes.py),
     netted per row there, and staged as Parquet in the batch's scratch directory;
   * each phase of the plan runs as one Spark query whose packed result is staged the same
-    way; each map's delta is its rows of the staged phases, summed per key by Spark;
+    way, a directory per block; each map's delta is its blocks' rows of the staged phases,
+    summed per key by Spark (a map load's blocks are summed in the query already);
   * the deltas stay DataFrames: the executors write them (maintain/distributed.py).
 
 Which batches run here: batch/policy.py.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, functions as F
 
-from ...plan.batch import Phase, TAG
+from ...plan.batch import Block, Member, Phase, TAG
 from ...plan.lower import q
 from ..spark.changes import change_frame
 from ..spark.files import timestamps_as_micros
@@ -30,9 +31,11 @@ from .spark import batch_session, sum_by_keys
 from .target import Target, member_columns, sharing_rows
 
 
-def _stage(df: DataFrame, location: str) -> DataFrame:
-    """`df` computed once, as Parquet files in the batch's scratch directory."""
-    df.write.mode("overwrite").parquet(location)
+def _stage(df: DataFrame, location: str, by: Optional[str] = None) -> DataFrame:
+    """`df` computed once, as Parquet files in the batch's scratch directory; `by`: in a
+    directory per value of that column, so that a filter on it reads only its files."""
+    writer = df.write.mode("overwrite")
+    (writer.partitionBy(by) if by is not None else writer).parquet(location)
     return df.sparkSession.read.schema(df.schema).parquet(location)
 
 
@@ -47,6 +50,10 @@ class DistributedTarget(Target):
     def __init__(self, view, record, change_rows: int, summed: bool = False):
         self.view, self.record = view, record
         self.summed = summed          # blocks summed by key in the phase's query (a load)
+        self._unsummed = set()        # maps whose rows may repeat a key in a summed piece
+        self._origins: Dict[str, List[Tuple[int, int]]] = {}   # map -> (phase, block tag)
+        self._staged: List[DataFrame] = []                      # each phase's packed rows
+        self._block_rows: Dict[int, Dict[int, int]] = {}        # phase -> tag -> rows
         self.spark = batch_session(view, change_rows)
         self.scratch = view.scratch_dir(record.batch)
         self.persisted: List[DataFrame] = []
@@ -82,8 +89,10 @@ class DistributedTarget(Target):
     def execute(self, phase: Phase) -> DataFrame:
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         text = phase.summed_spark_text if self.summed else phase.spark_text
+        # by block: each map's rows are read from its blocks' files only
         packed = _stage(self.spark.sql(text, **frames),
-                        f"{self.scratch}/phase{self._phases}")
+                        f"{self.scratch}/phase{self._phases}", by=TAG)
+        self._staged.append(packed)
         self._phases += 1
         return packed
 
@@ -93,16 +102,46 @@ class DistributedTarget(Target):
             rows = packed.where(F.col(TAG) == F.lit(b.tag))
             for members in sharing_rows(b):     # one copy of the rows per group
                 keys, values = member_columns(view, b, members)
+                if self.summed and not _one_row_per_key(view, b, members[0]):
+                    self._unsummed.add(members[0].target)
                 items = [f"CAST({q(s.packed) if s.packed is not None else 'NULL'} AS {s.type}) "
                          f"AS {q(s.column)}" for s in keys + values]
                 pieces.setdefault(members[0].target, []).append(rows.selectExpr(*items))
+                self._origins.setdefault(members[0].target, []).append(
+                    (len(self._staged) - 1, b.tag))
         return pieces
+
+    def rows_bound(self, name: str) -> int:
+        """At most the rows of map `name`'s delta: its blocks' staged rows (counted once
+        per phase, in one job)."""
+        total = 0
+        for phase, tag in self._origins.get(name, ()):
+            if phase not in self._block_rows:
+                counts = self._staged[phase].groupBy(TAG).count().collect()
+                self._block_rows[phase] = {row[0]: row[1] for row in counts}
+            total += self._block_rows[phase].get(tag, 0)
+        return total
 
     def sum(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
         schema = view.map_schema(name)
         return sum_by_keys(union_all(pieces), schema.keys, schema.values)
 
     def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
+        if self.summed and len(pieces) == 1 and name not in self._unsummed:
+            # one row per key already (the phase summed its block by these keys): a map
+            # load's rows are written as they are, without another shuffle
+            return pieces[0]
         total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(total)
         return total
+
+
+def _one_row_per_key(view, block: Block, member: Member) -> bool:
+    """Whether a summed block's rows hold each key of `member`'s map once: the map's keys
+    are all of the block's keys, of the same types (a cast could merge two keys)."""
+    types = dict(block.keys)
+    schema = view.map_schema(member.target)
+    return len(member.keys) == len(block.keys) and \
+        sorted(member.keys) == sorted(types) and \
+        all(types[col].lower() == key_type.lower()
+            for col, key_type in zip(member.keys, schema.key_types))

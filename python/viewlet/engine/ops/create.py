@@ -59,7 +59,7 @@ from . import probe
 from .bases import UNKNOWN_ROWS, base_rows, load_versions
 from .load import (SnapshotSource, collect, create_map, create_result, executor_maps,
                    initial_map, initial_result, load_compiled, local_maps, relation_types,
-                   staged, typed_map)
+                   side_by_side, staged, typed_map)
 from .results import Created
 
 log = logging.getLogger("viewlet")
@@ -376,7 +376,16 @@ def _load_on_executors(c: _Creation, plan: _Plan, sources) -> Dict[str, DataFram
         c.progress.step(f"computing the {len(parts)} map(s) on the executors "
                         f"(1-{len(parts)}/{len(parts) + 1})")
         with executor_maps(draft, plan.versions, plan.base_rows) as frames:
-            write(frames, "writing")
+            c.progress.step(f"writing the {len(parts)} map(s) on the executors "
+                            f"(1-{len(parts)}/{len(parts) + 1})")
+            side_by_side(ctx.spark, lambda part: create_map(
+                ctx, ctx.layout.map_table(plan.view.id, part), frames[part].rows,
+                definition.maps[part], arrow[part], plan.txn, plan.base_rows,
+                frames[part].at_most), list(parts))
+        for part in parts:
+            if part in sources:
+                read[part] = read_table(ctx.spark, ctx.store,
+                                        ctx.layout.map_table(plan.view.id, part), 0)
     else:
         write(parts, "loading")
     return read

@@ -25,17 +25,20 @@ distributed target, every phase one Spark query whose blocks share the base tabl
 joins and sum their rows by key: TPC-H Q1's map reads lineitem once, where one query per
 value column read it once per column (66 million rows read at SF 1, 6 million now). A map
 that cannot be typed so is computed by its own queries (`initial_map`, typed by Spark's
-analyzer).
+analyzer). The maps are written two at a time (`side_by_side`), each sorted in as many
+partitions as the files it fills (`create_map`).
 """
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
+from pyspark.util import inheritable_thread_target
 from pyspark.sql import DataFrame, functions as F
 
 from ...compiler.program import Program, Statement
@@ -173,8 +176,14 @@ def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
     return out
 
 
+class MapFrame(NamedTuple):
+    """A map's rows computed by the executors, and at most how many they are."""
+    rows: DataFrame
+    at_most: int
+
+
 @contextmanager
-def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Dict[str, DataFrame]]:
+def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Dict[str, MapFrame]]:
     """Every map's rows at the base tables' `versions` as DataFrames the executors compute,
     valid inside the block: the load program's batch plan (as `local_maps`), one Spark query
     per phase whose blocks share the scans and joins of the base tables and sum their rows by
@@ -191,7 +200,8 @@ def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Di
             if frame is None:
                 frame = target.spark.createDataFrame([], view.map_schema(name).struct())
             # a row is gone when its support (or every column) sums to 0 (as local_maps)
-            out[name] = frame.where(" OR ".join(f"{q(c)} <> 0" for c in view.zero_columns(name)))
+            kept = frame.where(" OR ".join(f"{q(c)} <> 0" for c in view.zero_columns(name)))
+            out[name] = MapFrame(kept, target.rows_bound(name))
         yield out
 
 
@@ -291,16 +301,46 @@ def _global_state(ctx, state: DataFrame, schema: MapSchema) -> DataFrame:
 
 
 # -- on the executors -------------------------------------------------------------------------
+#: maps the executors write at once: a map's write is a few short Spark jobs (its sum, the
+#: sort's sample, the write) and a commit in the driver, which leave the executors idle
+#: between them when maps are written one by one
+MAP_WRITERS = 2
+
+
+def side_by_side(spark, write: Callable[[str], object], names: Sequence[str]) -> None:
+    """`write(name)` for every name, up to MAP_WRITERS at once. Each thread's Spark jobs
+    carry the calling thread's job group and description (cancelled with the statement,
+    shown by its progress); the first failure is raised once every write has ended."""
+    if len(names) < 2:
+        for name in names:
+            write(name)
+        return
+    with ThreadPoolExecutor(MAP_WRITERS, thread_name_prefix="viewlet-map-writer") as pool:
+        futures = [pool.submit(inheritable_thread_target(spark)(write), name)
+                   for name in names]
+    for future in futures:
+        future.result()
+
+
 def create_map(ctx, path: str, frame: DataFrame, schema: MapSchema, arrow: pa.Schema, txn: Txn,
-               base_rows: int) -> int:
+               base_rows: int, rows: Optional[int] = None) -> int:
     """A map's table holding `frame` (its keys then values), written by the executors in
-    cluster order, in files sized as for a map of `base_rows` rows; its rows."""
+    cluster order, in files sized as for a map of `base_rows` rows; its rows. `rows`: at
+    most the frame's rows, when known: the sort then runs in as many partitions as the
+    files it writes (one for a small map: no sample, one task), not in the session's."""
     keys, cluster = schema.keys, schema.cluster
+    per_file = rows_per_file(min(base_rows, 1 << 32))
     if keys:
-        frame = frame.orderBy(*[F.col(q(keys[j])).asc_nulls_first() for j in cluster])
+        order = [F.col(q(keys[j])).asc_nulls_first() for j in cluster]
+        if rows is None:
+            frame = frame.orderBy(*order)
+        elif rows <= per_file:
+            frame = frame.coalesce(1).sortWithinPartitions(*order)
+        else:
+            frame = frame.repartitionByRange(-(-rows // per_file), *order) \
+                .sortWithinPartitions(*order)
     with timestamps_as_micros(frame.sparkSession):
-        files = write_into(ctx.store, frame, path, "load",
-                           rows_per_file(min(base_rows, 1 << 32)))
+        files = write_into(ctx.store, frame, path, "load", per_file)
     ctx.store.create_from_files(path, arrow, files, txn)
     return sum(f.rows for f in files)
 
