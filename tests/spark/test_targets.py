@@ -84,6 +84,47 @@ def test_the_rule_sends_large_batches_to_spark(spark, vl, tmp_path, auto):
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_rule")
 
 
+def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp_path, auto,
+                                                                   monkeypatch):
+    """A batch whose maps the driver holds in memory, or can hold (they fit the hot-map
+    budget together: the first local batch reads them whole), runs locally although they
+    hold more rows than spark.viewlet.local.maxInputRows; when they do not fit, their rows
+    count and the batch runs on Spark. Exact either way."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    import viewlet
+    paths = {n: os.path.join(str(tmp_path), n) for n in ("ht", "hu")}
+    keys = list(range(2000))
+    for name, col in (("ht", "v"), ("hu", "w")):
+        write_deltalake(paths[name], pa.table({"k": keys, col: [k % 7 for k in keys]}),
+                        configuration={"delta.enableChangeDataFeed": "true"})
+        viewlet.register_table(spark, name, paths[name], replace=True)
+    query = "SELECT ht.k, SUM(ht.v * hu.w) AS x, COUNT(*) AS n FROM ht JOIN hu ON ht.k = hu.k " \
+            "GROUP BY ht.k"
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_held AS {query}")
+    view = vl.ctx.load("tg_held")
+    map_paths = [view.map_path(m) for m in view.definition.maps]
+    spark.conf.set(settings.MAX_ROWS_CONF, "100")        # the maps alone hold more
+    try:
+        for budget, engine in ((vl.ctx.hot_maps.budget, "local"), (1, "spark")):
+            monkeypatch.setattr(vl.ctx.hot_maps, "budget", budget)
+            for path in map_paths:                       # none hot: read from Delta
+                vl.ctx.hot_maps.evict(path)
+            write_deltalake(paths["ht"], pa.table({"k": [5, 2500], "v": [3, 4]}), mode="append")
+            spark.sql("REFRESH INCREMENTAL VIEW tg_held")
+            assert_view_matches(spark, "tg_held", query)
+            stats = _last(vl, "tg_held")
+            assert stats["engine"] == engine, stats
+            if engine == "local":
+                assert "map rows held in memory" in stats["engine_reason"], stats
+                assert any(vl.ctx.hot_maps.peek(p) is not None for p in map_paths)
+            else:
+                assert settings.MAX_ROWS_CONF in stats["engine_reason"], stats
+    finally:
+        spark.conf.unset(settings.MAX_ROWS_CONF)
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_held")
+
+
 def test_a_failing_local_batch_runs_again_on_spark(spark, vl, tmp_path, auto, monkeypatch):
     work = registered_workload(spark, str(tmp_path), seed=43)
     spark.sql(f"CREATE INCREMENTAL VIEW tg_fail WITH (engine = 'local') AS {QUERY}")

@@ -19,7 +19,10 @@ too large to pass through the driver. The rules, each a function below:
     differs, ...): Spark, naming the construct. `engine = 'local'`: local. `auto` (the
     default): local when the rows the batch reads (its changes, maps and base tables read
     whole, the files its lookups read) are at most spark.viewlet.local.maxInputRows
-    (default 10,000,000), else Spark.
+    (default 10,000,000), else Spark. Maps held in memory count no rows: hot ones, and
+    the batch's maps when they fit the hot-map budget together (the first local batch
+    reads them whole, later ones find them hot; counted, a large database's maps kept
+    every batch on Spark, which never makes a map hot).
   * `after_local_failure`: a local batch that fails runs again on Spark.
   * `for_recompute` (depth 0), `for_load` (CREATE's maps), `compacts_on_executors` (a map
     due for compaction): the same settings and bounds, for the other work a view does.
@@ -34,6 +37,7 @@ import pyarrow as pa
 from ...plan.local.types import NotLocal
 from ..local.executor import unavailable
 from ..state.manifest import BatchRecord
+from ..state.maps import held_rows
 from ..state.settings import (AUTO, DISTRIBUTED, LOCAL, MAX_ROWS_CONF, MEMORY_CONF, MIN_ROWS_CONF,
                               SPARK, Settings, size_text)
 from ..state.stats import MapLayout, snapshot_rows
@@ -128,11 +132,13 @@ def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> Choi
     if settings.engine == LOCAL:
         return Choice(LOCAL, "engine = 'local'", rows)
     limit = settings.max_input_rows
-    if rows > limit:
-        return Choice(SPARK, f"the batch reads about {rows:,} rows, more than {MAX_ROWS_CONF} "
-                             f"= {limit:,}", rows)
-    return Choice(LOCAL, f"the batch reads about {rows:,} rows (at most {limit:,} run locally)",
-                  rows)
+    held = sum(held_rows(view, map_versions(plan, record)).values())
+    if rows - held > limit:
+        return Choice(SPARK, f"the batch reads about {rows - held:,} rows, more than "
+                             f"{MAX_ROWS_CONF} = {limit:,}", rows)
+    in_memory = f"; {held:,} map rows held in memory" if held else ""
+    return Choice(LOCAL, f"the batch reads about {rows - held:,} rows (at most {limit:,} run "
+                         f"locally){in_memory}", rows)
 
 
 def after_local_failure(e: BaseException) -> Choice:
@@ -159,6 +165,12 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> 
                 snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
             total += snapshot_rows(snap)
     return total
+
+
+def map_versions(plan, record: BatchRecord) -> Dict[str, int]:
+    """The maps the plan's phases read (whole or by lookup), at the batch's start versions."""
+    return {leaf.name: record.map_versions[leaf.name] for phase in plan.phases
+            for leaf in phase.leaves.values() if leaf.kind == "map"}
 
 
 def local_blocker(view) -> Optional[str]:

@@ -3,6 +3,8 @@
 (by key: keyed.py)."""
 from __future__ import annotations
 
+from typing import Dict
+
 import pyarrow as pa
 
 from ..local.hotmaps import HotMap
@@ -18,12 +20,36 @@ def hot_map(view, name: str, version: int, load: bool = False):
     if hot is not None or not load:
         return hot
     snap = ctx.store.snapshot(path, version)
-    if not ctx.hot_maps.fits(sum(s.size or 0 for s in snap.stats or ()) * 4 or 1):
-        return None       # Parquet files' bytes, compressed: four times that, a first guess
+    if not ctx.hot_maps.fits(memory_guess(snap)):
+        return None
     schema = view.map_arrow_schema(name)
     rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
     hot = new_hot_map(view, name, version, rows)
     return hot if ctx.hot_maps.put(hot) else None
+
+
+def memory_guess(snap) -> int:
+    """The bytes a map snapshot takes in memory: its Parquet files' bytes, compressed, four
+    times over (a first guess; at least 1)."""
+    return sum(s.size or 0 for s in snap.stats or ()) * 4 or 1
+
+
+def held_rows(view, version_of: Dict[str, int]) -> Dict[str, int]:
+    """Of the maps `version_of` names (map -> version), the rows of those the local target
+    holds in memory: hot at that version already, or loaded whole on first read (hot_map
+    with `load`) when all of them fit the cache's budget together. Empty when they do not."""
+    ctx = view.ctx
+    rows, total = {}, 0
+    for name, version in version_of.items():
+        path = view.map_path(name)
+        hot = ctx.hot_maps.get(path, version)
+        if hot is not None:
+            rows[name], total = hot.rows, total + hot.nbytes
+            continue
+        snap = ctx.store.snapshot(path, version)
+        rows[name] = sum(s.rows or 0 for s in snap.stats or ())
+        total += memory_guess(snap)
+    return rows if ctx.hot_maps.fits(total) else {}
 
 
 def new_hot_map(view, name: str, version: int, rows: pa.Table):
