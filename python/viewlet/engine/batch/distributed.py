@@ -58,7 +58,6 @@ class DistributedTarget(Target):
         self.scratch = view.scratch_dir(record.batch)
         self.persisted: List[DataFrame] = []
         self.leaves = None            # bound once the changes are read
-        self._phases = 0
         self._micros = timestamps_as_micros(self.spark)
 
     def __enter__(self) -> "DistributedTarget":
@@ -91,9 +90,8 @@ class DistributedTarget(Target):
         text = phase.summed_spark_text if self.summed else phase.spark_text
         # by block: each map's rows are read from its blocks' files only
         packed = _stage(self.spark.sql(text, **frames),
-                        f"{self.scratch}/phase{self._phases}", by=TAG)
+                        f"{self.scratch}/phase{len(self._staged)}", by=TAG)
         self._staged.append(packed)
-        self._phases += 1
         return packed
 
     def split(self, view, phase: Phase, packed: DataFrame) -> Dict[str, List[DataFrame]]:

@@ -30,14 +30,14 @@ too large to pass through the driver. The rules, each a function below:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, FrozenSet, List, NamedTuple, Optional
 
 import pyarrow as pa
 
 from ...plan.local.types import NotLocal
 from ..local.executor import unavailable
 from ..state.manifest import BatchRecord
-from ..state.maps import held_rows
+from ..state.maps import held_maps
 from ..state.settings import (AUTO, DISTRIBUTED, LOCAL, MAX_ROWS_CONF, MEMORY_CONF, MIN_ROWS_CONF,
                               SPARK, Settings, size_text)
 from ..state.stats import MapLayout, snapshot_rows
@@ -123,22 +123,24 @@ def change_bytes_estimate(view, record: BatchRecord, rows: Dict[str, int]) -> in
 def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> Choice:
     """The local target or Spark, for a batch whose changes the driver read."""
     settings = view.settings
-    rows = input_rows(view, plan, record, deltas)     # also sizes a Spark batch's partitions
+    held = held_maps(view, map_versions(plan, record)) if settings.engine == AUTO \
+        else frozenset()
+    rows = input_rows(view, plan, record, deltas, held)
     if settings.engine in (SPARK, DISTRIBUTED):
-        return Choice(SPARK, "engine = 'spark'", rows)
+        return Choice(SPARK, "engine = 'spark'", rows.total)
     blocker = local_blocker(view)
     if blocker is not None:
-        return Choice(SPARK, f"the local target cannot run this view: {blocker}", rows)
+        return Choice(SPARK, f"the local target cannot run this view: {blocker}", rows.total)
     if settings.engine == LOCAL:
-        return Choice(LOCAL, "engine = 'local'", rows)
+        return Choice(LOCAL, "engine = 'local'", rows.total)
     limit = settings.max_input_rows
-    held = sum(held_rows(view, map_versions(plan, record)).values())
-    if rows - held > limit:
-        return Choice(SPARK, f"the batch reads about {rows - held:,} rows, more than "
-                             f"{MAX_ROWS_CONF} = {limit:,}", rows)
-    in_memory = f"; {held:,} map rows held in memory" if held else ""
-    return Choice(LOCAL, f"the batch reads about {rows - held:,} rows (at most {limit:,} run "
-                         f"locally){in_memory}", rows)
+    if rows.read > limit:
+        return Choice(SPARK, f"the batch reads about {rows.read:,} rows, more than "
+                             f"{MAX_ROWS_CONF} = {limit:,}", rows.total)
+    in_memory = rows.total - rows.read
+    in_memory = f"; {in_memory:,} map rows held in memory" if in_memory else ""
+    return Choice(LOCAL, f"the batch reads about {rows.read:,} rows (at most {limit:,} run "
+                         f"locally){in_memory}", rows.total)
 
 
 def after_local_failure(e: BaseException) -> Choice:
@@ -147,11 +149,18 @@ def after_local_failure(e: BaseException) -> Choice:
     return Choice(SPARK, f"the local target failed ({failure_text(e)}); ran on Spark")
 
 
-def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> int:
+class InputRows(NamedTuple):
+    total: int          # every row of the batch's inputs (sizes a Spark batch's shuffles)
+    read: int           # of those, the rows not in maps held in memory (the local limit's)
+
+
+def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
+               held: FrozenSet[str] = frozenset()) -> InputRows:
     """An upper bound of the rows the batch reads: its changes, the maps and base tables it
-    reads whole, and the rows of the files its lookups may read (from Delta statistics)."""
+    reads whole, and the rows of the files its lookups may read (from Delta statistics);
+    the maps `held` in memory (held_maps) count in `total` only."""
     store = view.ctx.store
-    total = sum(t.num_rows for t in deltas.values())
+    total = read = sum(t.num_rows for t in deltas.values())
     seen = set()
     for phase in plan.phases:
         for leaf in phase.leaves.values():
@@ -163,8 +172,10 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> 
                 snap = store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after)
             else:
                 snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
-            total += snapshot_rows(snap)
-    return total
+            rows = snapshot_rows(snap)
+            total += rows
+            read += 0 if leaf.kind == "map" and leaf.name in held else rows
+    return InputRows(total, read)
 
 
 def map_versions(plan, record: BatchRecord) -> Dict[str, int]:

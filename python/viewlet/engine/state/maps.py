@@ -3,7 +3,7 @@
 (by key: keyed.py)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, FrozenSet
 
 import pyarrow as pa
 
@@ -34,22 +34,17 @@ def memory_guess(snap) -> int:
     return sum(s.size or 0 for s in snap.stats or ()) * 4 or 1
 
 
-def held_rows(view, version_of: Dict[str, int]) -> Dict[str, int]:
-    """Of the maps `version_of` names (map -> version), the rows of those the local target
-    holds in memory: hot at that version already, or loaded whole on first read (hot_map
-    with `load`) when all of them fit the cache's budget together. Empty when they do not."""
+def held_maps(view, version_of: Dict[str, int]) -> FrozenSet[str]:
+    """Of the maps `version_of` names (map -> version), those the local target holds in
+    memory: hot at that version already, or loaded whole on first read (hot_map with
+    `load`), when all of them fit the cache's budget together. Empty when they do not."""
     ctx = view.ctx
-    rows, total = {}, 0
+    total = 0
     for name, version in version_of.items():
         path = view.map_path(name)
         hot = ctx.hot_maps.get(path, version)
-        if hot is not None:
-            rows[name], total = hot.rows, total + hot.nbytes
-            continue
-        snap = ctx.store.snapshot(path, version)
-        rows[name] = sum(s.rows or 0 for s in snap.stats or ())
-        total += memory_guess(snap)
-    return rows if ctx.hot_maps.fits(total) else {}
+        total += hot.nbytes if hot is not None else memory_guess(ctx.store.snapshot(path, version))
+    return frozenset(version_of) if ctx.hot_maps.fits(total) else frozenset()
 
 
 def new_hot_map(view, name: str, version: int, rows: pa.Table):
