@@ -31,7 +31,7 @@ from .spark import batch_session, sum_by_keys
 from .target import Target, member_columns, sharing_rows
 
 
-def _stage(df: DataFrame, location: str, by: Optional[str] = None) -> DataFrame:
+def stage(df: DataFrame, location: str, by: Optional[str] = None) -> DataFrame:
     """`df` computed once, as Parquet files in the batch's scratch directory; `by`: in a
     directory per value of that column, so that a filter on it reads only its files."""
     writer = df.write.mode("overwrite")
@@ -79,7 +79,7 @@ class DistributedTarget(Target):
         frame, _ = change_frame(self.spark, view.ctx.store, view.table_path(relation), after, to,
                                 view.columns_of(relation),
                                 from_files=bool(view.compiled.spec.tables[relation].view))
-        staged = _stage(frame, f"{self.scratch}/changes{i}")
+        staged = stage(frame, f"{self.scratch}/changes{i}")
         return staged, staged.count()
 
     def bind(self, deltas: Dict[str, DataFrame]) -> None:
@@ -89,7 +89,7 @@ class DistributedTarget(Target):
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         text = phase.summed_spark_text if self.summed else phase.spark_text
         # by block: each map's rows are read from its blocks' files only
-        packed = _stage(self.spark.sql(text, **frames),
+        packed = stage(self.spark.sql(text, **frames),
                         f"{self.scratch}/phase{len(self._staged)}", by=TAG)
         self._staged.append(packed)
         return packed

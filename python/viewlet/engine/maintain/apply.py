@@ -129,7 +129,10 @@ def _apply_distributed(view: LoadedView, record: BatchRecord, progress: Progress
         totals = distributed_deltas(view, record, target, stats, progress)
         stats.seconds["compute"] = time.perf_counter() - t0
         faults.point("batch.computed")
+        # the result rows first: an error in them fails the batch before any map holds it
+        result = distributed.result_rows(view, record, target.spark, totals, stats, progress,
+                                         f"{target.scratch}/result", target.persisted)
         changed_rows = distributed.write_maps(view, record, totals, stats, progress)
         timed_compaction(view, record, changed_rows, previous, progress, stats)
-        distributed.write_result(view, record, target.spark, totals, stats, progress)
+        distributed.write_result(view, record, result, stats, progress)
     return stats

@@ -14,7 +14,7 @@ per map per batch, reading only the files' footers on the driver.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Dict, List, Optional
 
@@ -24,9 +24,10 @@ from pyspark.sql import DataFrame, functions as F
 from ...errors import ConcurrentUpdate
 from ...plan.lower import q
 from ..batch.result_sql import multiset_params, result_schema, result_sql
+from ..batch.distributed import stage
 from ..batch.spark import batch_session, sum_by_keys
 from ..runtime import faults
-from ..spark.files import timestamps_as_micros, write_into
+from ..spark.files import timestamps_as_micros, without_broadcasts, write_into
 from ..spark.io import snapshot_frame, union_all
 from ..state.manifest import COMPACTION, BatchRecord, RESULT, Txn
 from ..state.stats import BatchStats, MapLayout, snapshot_rows
@@ -115,10 +116,24 @@ def compact_map(view: LoadedView, name: str, batch: int) -> Optional[MapLayout]:
 
 
 # -- the result table ---------------------------------------------------------------------
-def write_result(view: LoadedView, record: BatchRecord, spark, totals: Dict[str, DataFrame],
-                 stats: BatchStats, progress) -> None:
-    """The touched groups' result rows computed from their new state on the executors, and
-    the result table's files holding those groups rewritten in one commit."""
+@dataclass
+class ResultRows:
+    """A batch's new result rows for its touched groups (`rows`, staged), the touched groups
+    (`groups`: their result key columns `keys`; None for a global aggregate) and their
+    count. Computed before any map is written: an error in the rows (a scalar subquery
+    returning several rows) then fails a batch that can still be dropped."""
+    rows: DataFrame
+    groups: Optional[DataFrame]
+    keys: List[str]
+    touched: int
+
+
+def result_rows(view: LoadedView, record: BatchRecord, spark, totals: Dict[str, DataFrame],
+                stats: BatchStats, progress, location: str,
+                held: List[DataFrame]) -> Optional[ResultRows]:
+    """The touched groups' result rows computed from their new state on the executors and
+    staged as Parquet at `location` (None when no delta touches the result); the frames it
+    persists are appended to `held`, for the caller to release when the batch ends."""
     t0 = time.perf_counter()
     ctx = view.ctx
     state_name = view.definition.view_map
@@ -127,7 +142,7 @@ def write_result(view: LoadedView, record: BatchRecord, spark, totals: Dict[str,
     sources = [m for m in [state_name] + list(multisets) if m in totals]
     stats.result_rows_changed = 0
     if not sources:
-        return
+        return None
     progress.step("computing the result rows of the touched groups on the executors")
     # the touched groups: the state delta's keys and the groups of the multisets' deltas
     group_cols = [q(k) for k in schema.keys]
@@ -140,35 +155,46 @@ def write_result(view: LoadedView, record: BatchRecord, spark, totals: Dict[str,
     touched = union_all(touched_parts).distinct() if group_cols else None
     new_state = _new_state(view, record, spark, totals.get(state_name), touched)
     new_state = new_state.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        frames = {}
-        for m, param in multisets.items():
-            ms = view.map_schema(m)
-            group = ms.keys[:len(schema.keys)]
-            old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(m), record.map_versions[m]),
-                                 ms.keys + list(ms.values))
-            if touched is not None:
-                old = _join(old, touched, group, schema.keys, "left_semi")
-            rows = [old]
-            if m in totals:
-                rows.append(totals[m].select(*old.columns))
-            frames[param] = union_all(rows)
-        rows_sql, columns = result_sql(view)
-        out_schema = result_schema(view, columns)
-        ins = spark.sql(rows_sql, s=new_state, **frames)
-        ins = ins.selectExpr(*[f"CAST({q(c)} AS {f.dataType.simpleString()}) AS {q(c)}"
-                               for c, f in zip(columns, out_schema.fields)])
-        key_of = view.definition.result.key_of()
-        keys = [(c, schema.keys[key_of[c]], out_schema[c].dataType.simpleString())
-                for c in columns if c in key_of]
-        groups = new_state.selectExpr(*[f"CAST({q(sk)} AS {t}) AS {q(c)}" for c, sk, t in keys]) \
-            .distinct() if keys else None
-        stats.result_rows_changed = new_state.count()
-        progress.step("rewriting the result table's files of the touched groups")
-        _rewrite_result(view, record, ins, groups, [c for c, _, _ in keys],
-                        stats.result_rows_changed)
-    finally:
-        new_state.unpersist()
+    held.append(new_state)
+    frames = {}
+    for m, param in multisets.items():
+        ms = view.map_schema(m)
+        group = ms.keys[:len(schema.keys)]
+        old = snapshot_frame(spark, ctx.store.snapshot(view.map_path(m), record.map_versions[m]),
+                             ms.keys + list(ms.values))
+        if touched is not None:
+            old = _join(old, touched, group, schema.keys, "left_semi")
+        rows = [old]
+        if m in totals:
+            rows.append(totals[m].select(*old.columns))
+        frames[param] = union_all(rows)
+    rows_sql, columns = result_sql(view)
+    out_schema = result_schema(view, columns)
+    ins = spark.sql(rows_sql, s=new_state, **frames)
+    ins = ins.selectExpr(*[f"CAST({q(c)} AS {f.dataType.simpleString()}) AS {q(c)}"
+                           for c, f in zip(columns, out_schema.fields)])
+    key_of = view.definition.result.key_of()
+    keys = [(c, schema.keys[key_of[c]], out_schema[c].dataType.simpleString())
+            for c in columns if c in key_of]
+    groups = new_state.selectExpr(*[f"CAST({q(sk)} AS {t}) AS {q(c)}" for c, sk, t in keys]) \
+        .distinct() if keys else None
+    # the deltas are not yet cached, so their size is estimated from their staged files
+    with without_broadcasts(spark):
+        staged = stage(ins, location)
+    stats.result_rows_changed = new_state.count()
+    stats.seconds["result"] = time.perf_counter() - t0
+    return ResultRows(staged, groups, [c for c, _, _ in keys], stats.result_rows_changed)
+
+
+def write_result(view: LoadedView, record: BatchRecord, result: Optional[ResultRows],
+                 stats: BatchStats, progress) -> None:
+    """The result table's files holding a touched group rewritten with the groups' new rows
+    (`result_rows`), in one commit."""
+    if result is None:
+        return
+    t0 = time.perf_counter()
+    progress.step("rewriting the result table's files of the touched groups")
+    _rewrite_result(view, record, result.rows, result.groups, result.keys, result.touched)
     stats.seconds["merge_result"] = time.perf_counter() - t0
 
 

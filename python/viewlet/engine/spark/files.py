@@ -28,19 +28,31 @@ _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 
 
 @contextlib.contextmanager
-def timestamps_as_micros(spark):
-    """Parquet timestamps written as INT64 microseconds, as Delta tables hold them (Spark's
-    default is INT96), for the duration of the block: set on the session that writes (a
-    batch's own session; the user's for the moments a CREATE writes), then restored."""
-    before = spark.conf.get(_TIMESTAMP_TYPE, None)
-    spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+def session_setting(spark, key: str, value: str):
+    """SQL setting `key` is `value` on `spark` for the duration of the block, then restored."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         if before is None:
-            spark.conf.unset(_TIMESTAMP_TYPE)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(_TIMESTAMP_TYPE, before)
+            spark.conf.set(key, before)
+
+
+def timestamps_as_micros(spark):
+    """Parquet timestamps written as INT64 microseconds, as Delta tables hold them (Spark's
+    default is INT96), for the duration of the block: set on the session that writes (a
+    batch's own session; the user's for the moments a CREATE writes), then restored."""
+    return session_setting(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+
+
+def without_broadcasts(spark):
+    """No broadcast joins for the duration of the block. Staged Parquet files of repetitive
+    rows are far smaller than the rows, so Spark's size estimate from the files can send a
+    relation larger than the driver's heap to a broadcast."""
+    return session_setting(spark, "spark.sql.autoBroadcastJoinThreshold", "-1")
 
 
 def write_into(store: TableStore, df: DataFrame, table_path: str, tag: str,
