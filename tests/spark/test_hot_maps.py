@@ -70,3 +70,42 @@ def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_pa
         assert all("not in memory" in described[("map", m)] for m in view.definition.maps)
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS hm_small")
+
+
+def test_the_view_state_is_held_in_memory_when_the_budget_has_room(spark, vl, tmp_path):
+    """A local batch looks up its touched groups' state in memory: a state map not hot (a
+    new process, a CREATE on the executors) is read whole once and held as a spare, then
+    kept equal to its table by later batches; exact throughout."""
+    work = registered_workload(spark, str(tmp_path), seed=62)
+    spark.sql(f"CREATE INCREMENTAL VIEW hm_state WITH (engine = 'local') AS {QUERY}")
+    view = vl.ctx.load("hm_state")
+    state = view.map_path(view.definition.view_map)
+    try:
+        for m in view.definition.maps:
+            vl.ctx.hot_maps.evict(view.map_path(m))
+        for _ in range(2):
+            _batch(spark, work, "hm_state", lambda: vl.refresh("hm_state"))
+            held = vl.ctx.hot_maps.peek(state)
+            assert held is not None and held.spare, held
+            assert held.version == vl.ctx.store.version(state)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS hm_state")
+
+
+def test_spare_maps_are_evicted_before_the_maps_batches_read():
+    import pyarrow as pa
+    from viewlet.engine.local.hotmaps import HotMap, HotMaps
+
+    def hot(path, spare=False):
+        rows = pa.table({"k": pa.array(range(1000), pa.int64()), "v": pa.array([1] * 1000, pa.int64())})
+        h = HotMap(path, 0, rows, ["k"], ["v"], ["v"])
+        h.spare = spare
+        return h
+
+    one = hot("a").nbytes
+    maps = HotMaps(budget=2 * one)
+    assert maps.put(hot("a")) and maps.put(hot("state", spare=True))
+    assert not maps.room(one)                      # full: a spare is not loaded beside them
+    maps.get("state", 0)                           # the most recently used, and still first out
+    assert maps.put(hot("b"))
+    assert maps.peek("state") is None and maps.peek("a") is not None and maps.peek("b") is not None

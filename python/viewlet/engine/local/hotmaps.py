@@ -104,6 +104,8 @@ class HotMap:
         self.tail: List[pa.Table] = []
         self._indexes: Dict[str, _Index] = {}
         self._lock = threading.Lock()
+        # a map held only while the budget has room (a view's result state): evicted first
+        self.spare = False
 
     @property
     def rows(self) -> int:
@@ -189,6 +191,10 @@ class HotMaps:
     def fits(self, nbytes: int) -> bool:
         return 0 < nbytes <= self.budget
 
+    def room(self, nbytes: int) -> bool:
+        """Whether `nbytes` more fit beside the maps held now, without evicting any."""
+        return 0 < nbytes and self.used() + nbytes <= self.budget
+
     def put(self, hot: HotMap) -> bool:
         """Keep `hot` (evicting others as needed); False when it alone exceeds the budget."""
         if not self.fits(hot.nbytes):
@@ -210,7 +216,8 @@ class HotMaps:
 
     def _shrink(self, keep: str):
         total = sum(h.nbytes for h in self._maps.values())
-        for path in list(self._maps):
+        # spare maps first, then the least recently used
+        for path in sorted(self._maps, key=lambda p: not self._maps[p].spare):
             if total <= self.budget:
                 break
             if path != keep:

@@ -81,10 +81,11 @@ def result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Ta
     state_name = view.definition.view_map
     schema = view.map_schema(state_name)
     delta_state = touched_state(view, deltas)
+    # on the local target the state is held in memory when there is room (state/maps.py)
     new_state = add_at_keys(rows_by_keys(view, state_name, record.map_versions[state_name],
-                                         delta_state, schema.keys),
+                                         delta_state, schema.keys, hold=local),
                             delta_state, schema.keys, list(schema.values))
-    multisets = multiset_rows(view, record, deltas, new_state, len(schema.keys))
+    multisets = multiset_rows(view, record, deltas, new_state, len(schema.keys), hold=local)
     _, columns = result_sql(view)
     out_schema = result_arrow_schema(view)
     ins = state_rows(view, new_state, multisets, local, progress)
@@ -99,14 +100,16 @@ def result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Ta
 
 
 def multiset_rows(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
-                   groups: pa.Table, group_width: int) -> Dict[str, pa.Table]:
+                   groups: pa.Table, group_width: int,
+                   hold: bool = False) -> Dict[str, pa.Table]:
     """{multiset parameter: its rows at `groups` before the batch, plus the batch's delta}:
-    the state's and the multiset's group key columns are both k0, k1, ..."""
+    the state's and the multiset's group key columns are both k0, k1, ... (`hold`: as
+    rows_by_keys)."""
     multisets = {}
     for name, param in multiset_params(view.compiled.spec).items():
         ms_schema = view.map_arrow_schema(name)
         group = view.map_schema(name).keys[:group_width]
-        before = rows_by_keys(view, name, record.map_versions[name], groups, group)
+        before = rows_by_keys(view, name, record.map_versions[name], groups, group, hold)
         rows = [before.select(ms_schema.names).cast(ms_schema)]
         if deltas.get(name) is not None:
             rows.append(deltas[name].select(ms_schema.names).cast(ms_schema))

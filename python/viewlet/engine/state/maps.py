@@ -11,20 +11,23 @@ from ..local.hotmaps import HotMap
 from .keyed import key_lookups, read_keys
 
 
-def hot_map(view, name: str, version: int, load: bool = False):
+def hot_map(view, name: str, version: int, load: bool = False, spare: bool = False):
     """Map `name` of `view` hot in memory at `version`; with `load`, read whole from Delta
-    into the cache when it is not and it fits the cache's budget. None otherwise."""
+    into the cache when it is not and it fits the cache's budget (`spare`: fits beside the
+    maps held now, and is the first evicted when others need room). None otherwise."""
     ctx = view.ctx
     path = view.map_path(name)
     hot = ctx.hot_maps.get(path, version)
     if hot is not None or not load:
         return hot
     snap = ctx.store.snapshot(path, version)
-    if not ctx.hot_maps.fits(memory_guess(snap)):
+    guess = memory_guess(snap)
+    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.fits(guess)):
         return None
     schema = view.map_arrow_schema(name)
     rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
     hot = new_hot_map(view, name, version, rows)
+    hot.spare = spare
     return hot if ctx.hot_maps.put(hot) else None
 
 
@@ -53,11 +56,15 @@ def new_hot_map(view, name: str, version: int, rows: pa.Table):
                   view.compiled.program.maps[name].zero_columns())
 
 
-def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys) -> pa.Table:
+def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys,
+                 hold: bool = False) -> pa.Table:
     """Map `name`'s rows at `version` for the key values of `rows` (its columns `keys`, the
     map's first key columns): from memory when hot, else from the Delta files that may
-    hold them (a superset: callers match keys exactly)."""
-    hot = hot_map(view, name, version)
+    hold them (a superset: callers match keys exactly). `hold`: a map not hot is read whole
+    and held as a spare hot map when the budget has room for it (hot_map): the Delta files
+    holding a batch's keys are most of a large map's files, so reading them every batch
+    grows with the map, and lookups in memory grow with the keys."""
+    hot = hot_map(view, name, version, load=hold, spare=hold)
     if hot is not None:
         return hot.lookup(key_lookups(rows, keys))
     return read_keys(view.ctx.store, view.map_path(name), version, rows, keys)
