@@ -26,7 +26,11 @@ from deltalake import DeltaTable, write_deltalake
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_TIMEOUT = 600
 # Spark settings for tests only: no web UI (port probing), a small driver.
-TEST_ARGS = ["-S", "--conf", "spark.ui.enabled=false", "--driver-memory", "1g"]
+# A heartbeat the local executor misses for 10 s (Spark's default interval) on a busy
+# machine is logged as a WARN with a stack trace, which assert_clean would take for an error
+# of a statement: the shells' executors beat every 60 s.
+TEST_ARGS = ["-S", "--conf", "spark.ui.enabled=false", "--conf",
+             "spark.executor.heartbeatInterval=60s", "--driver-memory", "1g"]
 
 
 def view_sql(table: str) -> str:
