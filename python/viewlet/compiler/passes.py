@@ -32,7 +32,7 @@ from ..calculus.ir import DeltaRel, Domain, Expr, Groups, MapRef, Monomial, Nest
 from ..calculus.normalize import normalize, simplify
 from .caches import with_view_caches
 from .program import VALUE, MapDef, Statement
-from .rules import decompose, join_skeleton, product, reads_batch, safe_name
+from .rules import cut_shared_joins, decompose, join_skeleton, product, reads_batch, safe_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hoivm import Compiler
@@ -242,15 +242,23 @@ def split_components(c: "Compiler", t: Term) -> Optional[Term]:
 def components_to_maps(c: "Compiler", t: Term) -> Term:
     """Predicate and aggregation pushdown: each component, normalized and summed to the
     variables it shares with the rest (the query's keys, the outside atoms' variables, the
-    trigger variables: input-variable extraction), becomes a map reference (MAP_RULES).
-    Guarantees: the monomial reads no base relation."""
+    trigger variables: input-variable extraction), becomes a map reference (MAP_RULES); a
+    component cut at a many-to-many join (rules.py `cut_shared_joins`) becomes one map per
+    part, the statement joining them on the cut variables. Guarantees: the monomial reads no
+    base relation."""
     outside_vars = (frozenset(t.target_keys).union(*(a.free_vars() for a in t.outside))
                     | t.trigger_vars)
     atoms: List = list(t.outside)
     for comp in t.components:
         comp_vars = frozenset().union(*(a.free_vars() for a in comp))
-        keys = tuple(sorted(comp_vars & outside_vars))
-        atoms.append(c.map_for(normalize(product(comp), group=keys), t.level + 1))
+        parts = cut_shared_joins(comp, comp_vars & outside_vars, t.trigger_vars)
+        part_vars = [frozenset().union(*(a.free_vars() for a in p)) for p in parts]
+        for i, part in enumerate(parts):
+            # keyed by what it shares with the statement and with the other parts (the
+            # variables the component was cut at)
+            siblings = frozenset().union(*(v for j, v in enumerate(part_vars) if j != i))
+            keys = tuple(sorted(part_vars[i] & (outside_vars | siblings)))
+            atoms.append(c.map_for(normalize(product(part), group=keys), t.level + 1))
     t.mono = Monomial(t.mono.coef, tuple(atoms))
     return t
 
@@ -386,7 +394,7 @@ MONOMIAL_PASSES: Tuple[Pass, ...] = (
     Pass("decorrelate", decorrelate, "rule 4: the monomials of nested queries become maps first"),
     Pass("decompose", split_components, "rules 1, 3: connected components; trigger atoms stay out"),
     Pass("components_to_maps", components_to_maps,
-         "each component, summed to its shared variables, a map (MAP_RULES)"),
+         "each component (cut at many-to-many joins), summed to its shared variables, a map"),
 )
 
 #: per map definition a monomial needs, the first rule that gives a map (Compiler.map_for)

@@ -134,3 +134,53 @@ def product(atoms):
 def safe_name(text: str) -> str:
     """text with every non-alphanumeric character as `_` (for map names)."""
     return "".join(c if c.isalnum() else "_" for c in text) or "q"
+
+
+def cut_shared_joins(component: List, keys: frozenset, linking: frozenset) -> List[List]:
+    """A component split at many-to-many joins: its atoms as parts, each to become a map keyed
+    by its share of `keys` (the variables the component shares with the statement) and of the
+    cut variables, which the statement then joins on; [component] when nothing is cut.
+    `linking`: the variables that do not link relations (the trigger variables).
+
+    A cut variable separates the keys: without it, two or more parts hold keys. And it is a
+    variable three or more of the relations join on, or one of the keys already. Why: a
+    variable several relations join on is typically a dimension key that two foreign keys
+    share (TPC-H Q5's `c_nationkey = s_nationkey = n_nationkey`), a many-to-many join. A map
+    keyed on both sides of it holds their product per value (Q5's delta of orders would key
+    customer ⋈ supplier ⋈ lineitem by customer and order: every lineitem times the customers
+    of its supplier's nation), while the parts keyed by the variable are each at most their
+    relations' size; the statement's join of them reads as many rows as the product map's
+    slice would have held. A key variable's parts multiply to the map per key value, so cutting
+    there only factorizes it. Two relations joined on one variable that is not a key (a
+    foreign key to a primary key, mostly) stay joined: the compiler has no statistics to tell
+    a many-to-many join of two relations apart."""
+    todo = [(list(component), keys)]
+    done: List[List] = []
+    while todo:
+        part, part_keys = todo.pop()
+        cut = _cut_once(part, part_keys, linking)
+        if cut is None:
+            done.append(part)
+        else:
+            v, pieces = cut
+            todo.extend((p, part_keys | {v}) for p in reversed(pieces))
+    return done
+
+
+def _cut_once(part: List, keys: frozenset,
+              linking: frozenset) -> Optional[Tuple[str, List[List]]]:
+    """The first variable (keys first, then by how many relations join on it, then by name)
+    to cut `part` at, and its pieces; None if none qualifies."""
+    readers: Dict[str, int] = {}
+    for r in part:
+        if isinstance(r, Rel):
+            for v in r.free_vars() - linking:
+                readers[v] = readers.get(v, 0) + 1
+    cuts = [v for v, n in readers.items() if n >= 3 or n == 2 and v in keys]
+    for v in sorted(cuts, key=lambda v: (v not in keys, -readers[v], v)):
+        pieces, outside = decompose(Monomial(1, tuple(part)), linking | {v})
+        keyed = [p for p in pieces
+                 if (frozenset().union(*(a.free_vars() for a in p)) & keys) - {v}]
+        if not outside and len(keyed) > 1:
+            return v, pieces
+    return None
