@@ -52,6 +52,9 @@ SHAPES = {
     "cyclic_triangle":
         "SELECT s.c, COUNT(*) FROM r JOIN s ON r.b = s.b JOIN t ON t.c = s.c AND t.d = r.a "
         "GROUP BY s.c",
+    "shared_key_cycle":         # r2's delta keys r1 and t, which s and t join on r1.b: cut there
+        "SELECT r1.a, COUNT(*), SUM(t.d) FROM r r1, s, t, r r2 "
+        "WHERE r1.b = s.b AND s.b = t.c AND r2.a = r1.a AND r2.b = t.d GROUP BY r1.a",
     "constants":
         "SELECT r.a, SUM(2), COUNT(1), SUM(r.b * 3 + 1), SUM(1.5 * r.b) FROM r "
         "WHERE r.a IN (1, 2, 3) OR r.b BETWEEN 2 AND 4 GROUP BY r.a",

@@ -34,6 +34,11 @@ SHAPES = {
     "string_filter_join": "SELECT t.h, SUM(s.f) AS sf FROM s JOIN t ON s.e = t.e "
                           "WHERE t.h LIKE 'x%' GROUP BY t.h",
     "cross_product_count": "SELECT COUNT(*) AS n, SUM(t.g) AS sg FROM s, t",
+    # a batch of t keys r1 (by a) and s (by e), which r2 joins with on b: the compiler cuts
+    # that map at b (compiler/rules.py cut_shared_joins) and the refresh joins the parts
+    "shared_key_cycle": "SELECT r1.a, COUNT(*) AS n, SUM(s.f) AS sf FROM r r1, s, t, r r2 "
+                        "WHERE r1.b = s.b AND s.b = r2.b AND r1.a = t.g AND t.e = s.e "
+                        "GROUP BY r1.a",
     "four_atoms_two_selfs": "SELECT s1.e, COUNT(*) AS n FROM s s1, s s2, t WHERE s1.b = s2.b "
                             "AND s2.e = t.e GROUP BY s1.e",
 }

@@ -6,8 +6,9 @@ LIMIT for the official texts with ORDER BY ... LIMIT: Q2, Q3, Q10, Q18, Q21).
 Every shipped TPC-H view runs by default: the nested variants of the papers, Q5 (a cyclic
 join, whose maps the compiler cuts at the nation join: compiler/rules.py `cut_shared_joins`)
 and the queries whose maps stay small at SF 0.01, the rest (wide joins with many maps) at SF
-0.001, where they fit a CI run. Set VIEWLET_TPCH_ORACLE=all to run every view at SF 0.01 (slow: minutes per wide
-join), or a comma-separated list of views (VIEWLET_TPCH_ORACLE=q2,q16) to run only those."""
+0.001, where they fit a CI run. Set VIEWLET_TPCH_ORACLE=all to run every view at SF 0.01
+(slow: minutes per wide join), or a comma-separated list of views (VIEWLET_TPCH_ORACLE=q2,q16)
+to run only those."""
 from __future__ import annotations
 
 import os

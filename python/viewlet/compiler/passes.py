@@ -251,13 +251,7 @@ def components_to_maps(c: "Compiler", t: Term) -> Term:
     atoms: List = list(t.outside)
     for comp in t.components:
         comp_vars = frozenset().union(*(a.free_vars() for a in comp))
-        parts = cut_shared_joins(comp, comp_vars & outside_vars, t.trigger_vars)
-        part_vars = [frozenset().union(*(a.free_vars() for a in p)) for p in parts]
-        for i, part in enumerate(parts):
-            # keyed by what it shares with the statement and with the other parts (the
-            # variables the component was cut at)
-            siblings = frozenset().union(*(v for j, v in enumerate(part_vars) if j != i))
-            keys = tuple(sorted(part_vars[i] & (outside_vars | siblings)))
+        for part, keys in cut_shared_joins(comp, comp_vars & outside_vars, t.trigger_vars):
             atoms.append(c.map_for(normalize(product(part), group=keys), t.level + 1))
     t.mono = Monomial(t.mono.coef, tuple(atoms))
     return t

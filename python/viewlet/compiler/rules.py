@@ -136,10 +136,11 @@ def safe_name(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text) or "q"
 
 
-def cut_shared_joins(component: List, keys: frozenset, linking: frozenset) -> List[List]:
-    """A component split at many-to-many joins: its atoms as parts, each to become a map keyed
-    by its share of `keys` (the variables the component shares with the statement) and of the
-    cut variables, which the statement then joins on; [component] when nothing is cut.
+def cut_shared_joins(component: List, keys: frozenset,
+                     linking: frozenset) -> List[Tuple[List, Tuple[str, ...]]]:
+    """A component split at many-to-many joins: its atoms as parts, each with its map's keys
+    (sorted): its share of `keys` (the variables the component shares with the statement) and
+    of the cut variables, which the statement then joins on; one part when nothing is cut.
     `linking`: the variables that do not link relations (the trigger variables).
 
     A cut variable separates the keys: without it, two or more parts hold keys. And it is a
@@ -155,16 +156,20 @@ def cut_shared_joins(component: List, keys: frozenset, linking: frozenset) -> Li
     foreign key to a primary key, mostly) stay joined: the compiler has no statistics to tell
     a many-to-many join of two relations apart."""
     todo = [(list(component), keys)]
-    done: List[List] = []
+    done: List[Tuple[List, Tuple[str, ...]]] = []
     while todo:
         part, part_keys = todo.pop()
         cut = _cut_once(part, part_keys, linking)
         if cut is None:
-            done.append(part)
+            done.append((part, tuple(sorted(_atoms_vars(part) & part_keys))))
         else:
-            v, pieces = cut
+            v, pieces = cut       # every piece reads v: the part was connected through it
             todo.extend((p, part_keys | {v}) for p in reversed(pieces))
     return done
+
+
+def _atoms_vars(atoms) -> frozenset:
+    return frozenset().union(*(a.free_vars() for a in atoms))
 
 
 def _cut_once(part: List, keys: frozenset,
@@ -179,8 +184,7 @@ def _cut_once(part: List, keys: frozenset,
     cuts = [v for v, n in readers.items() if n >= 3 or n == 2 and v in keys]
     for v in sorted(cuts, key=lambda v: (v not in keys, -readers[v], v)):
         pieces, outside = decompose(Monomial(1, tuple(part)), linking | {v})
-        keyed = [p for p in pieces
-                 if (frozenset().union(*(a.free_vars() for a in p)) & keys) - {v}]
+        keyed = [p for p in pieces if (_atoms_vars(p) & keys) - {v}]
         if not outside and len(keyed) > 1:
             return v, pieces
     return None
