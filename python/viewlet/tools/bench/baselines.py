@@ -7,13 +7,18 @@
   of each table (no deletion vectors or partitions in these tables, so the files are the
   snapshot), DuckDB's built-in Parquet reader scans them (no extensions needed), and the
   query, translated from Spark SQL by sqlglot, is fetched into Arrow (not written out).
+  It runs in the benchmark's process, beside Spark's driver and Viewlet's hot maps, with a
+  memory limit that leaves them room (`duckdb_memory_limit`) and a spill directory.
 """
 from __future__ import annotations
 
+import os
 import time
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Optional
 
 import pyarrow as pa
+
+GIB = 1 << 30
 
 
 def spark_recompute(spark, query: str, out_dir: str) -> float:
@@ -29,13 +34,42 @@ def spark_result(spark, out_dir: str):
     return df.schema, df.collect()
 
 
+def machine_memory() -> Optional[int]:
+    """The machine's memory in bytes (None where /proc/meminfo is not there)."""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return None
+    return kb * 1024
+
+
+def duckdb_memory_limit(driver_memory: int, machine: Optional[int]) -> Optional[int]:
+    """Bytes the DuckDB baseline may use: the machine's memory less the driver's heap, less
+    Viewlet's hot maps (up to half the heap, in this process), less 2 GiB for the rest; at
+    least 1 GiB (None: DuckDB's default, 80% of the machine, when its size is unknown).
+    With DuckDB's default beside an 8g driver, Q5's recompute at SF 10 grew this process
+    past 14 GiB and the kernel killed the benchmark."""
+    if machine is None:
+        return None
+    return max(GIB, machine - driver_memory - driver_memory // 2 - 2 * GIB)
+
+
 class DuckDBRecompute:
-    def __init__(self, tables: Mapping[str, str], threads: int = 2):
+    def __init__(self, tables: Mapping[str, str], threads: int = 2,
+                 memory_limit: Optional[int] = None, spill_dir: Optional[str] = None):
+        """`memory_limit` in bytes (None: DuckDB's default); joins and aggregates over it
+        spill to `spill_dir`."""
         import duckdb
 
         self.tables = dict(tables)
         self.con = duckdb.connect()
         self.con.execute(f"SET threads TO {int(threads)}")
+        if memory_limit is not None:
+            self.con.execute(f"SET memory_limit = '{int(memory_limit) // (1 << 20)}MiB'")
+        if spill_dir is not None:
+            os.makedirs(spill_dir, exist_ok=True)
+            self.con.execute("SET temp_directory = '" + spill_dir.replace("'", "''") + "'")
         self._translated: Dict[str, str] = {}
 
     def translate(self, query: str) -> str:

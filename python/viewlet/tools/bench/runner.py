@@ -251,7 +251,7 @@ class _Bench:
         _say(self.out, f"  ready in {time.perf_counter() - t0:.1f}s: {', '.join(paths)}")
         for name, path in paths.items():
             self.vl.register_table(name, path, replace=True)
-        duck = baselines.DuckDBRecompute(paths) if DUCKDB in o.baselines else None
+        duck = self._duckdb(paths) if DUCKDB in o.baselines else None
         created = self._create_views(scale, workload, views)
         try:
             for size in o.batch_sizes:
@@ -265,6 +265,15 @@ class _Bench:
             for name in created.values():
                 self.vl.drop_view(name, if_exists=True)
             shutil.rmtree(os.path.join(self.warehouse, "_recompute"), ignore_errors=True)
+
+    def _duckdb(self, paths) -> "baselines.DuckDBRecompute":
+        from ...engine.state.settings import parse_bytes
+
+        heap = parse_bytes(self.options.driver_memory, "--driver-memory")
+        limit = baselines.duckdb_memory_limit(heap, baselines.machine_memory())
+        self.results["meta"]["duckdb_memory_limit"] = limit
+        return baselines.DuckDBRecompute(paths, memory_limit=limit,
+                                         spill_dir=os.path.join(self.warehouse, "_duckdb_spill"))
 
     def _create_views(self, scale, workload, views) -> Dict[tuple, str]:
         """{(view, variant): Viewlet view name} of the views that could be created."""
