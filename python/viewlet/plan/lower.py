@@ -335,7 +335,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             inherited = {g: origin[g] for g in atom.inputs if g in origin}
             value = sb.sub(_nested_sql(atom, enclosing, cols, source, sb, inherited))
             text += f" LEFT JOIN {value} AS {nalias} ON " + (
-                " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(cols[g])}" for g in atom.inputs)
+                " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(input_column(i))}"
+                             for i, g in enumerate(atom.inputs))
                 or "TRUE")
         froms, joins, conds, mults = [text], [], [], [f"{base}.{q(MULT)}"]
         new_binding = {v: f"{base}.{q(c)}" for v, c in cols.items()}
@@ -381,17 +382,26 @@ def _range_restricted(atom: Nested) -> bool:
     return True
 
 
+def input_column(i: int) -> str:
+    """The column of a nested query's i-th input in its value subquery. Named by position,
+    not after the enclosing query's columns: the same nested query under two enclosing
+    queries (Q17a's per-part sums under each of its delta's joins) is then one text, one
+    CTE computed once (LeafBuilder)."""
+    return f"i{i}"
+
+
 def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origins) -> str:
     """The nested query's value per distinct binding of its inputs in the enclosing rows
-    (`enclosing`: those rows as a FROM item).
+    (`enclosing`: those rows as a FROM item), keyed by input_column(i) per input.
     `inherited`: batch origins of inputs in the enclosing query (only those input values
     are looked up, so maps the nested query reads by them are read by lookup too)."""
     inputs = list(atom.inputs)
-    keys = [cols[g] for g in inputs]
+    keys = [input_column(i) for i in range(len(inputs))]
+    distinct = ", ".join(f"{q(cols[g])} AS {q(k)}" for g, k in zip(inputs, keys))
     out_keys = keys + ([VAL] if atom.kind != SUM else [])
     if not atom.query.monomials:
         empty = "CAST(0 AS BIGINT)" if EMPTY_VALUE[atom.kind] == 0 else "NULL"
-        return (f"SELECT DISTINCT {', '.join(q(k) for k in keys) + ', ' if keys else ''}"
+        return (f"SELECT DISTINCT {distinct + ', ' if keys else ''}"
                 f"{empty} AS {q(NESTED)} FROM {enclosing} AS e")
     if _range_restricted(atom):
         # Every monomial binds the inputs itself: aggregate per input, no enclosing rows
@@ -404,8 +414,8 @@ def _nested_sql(atom: Nested, enclosing: str, cols, source, sb, inherited: Origi
         return window
     pre = None
     if inputs:
-        domain = f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM {enclosing} AS e"
-        pre = (f"{sb.sub(domain)} AS inp", {g: f"inp.{q(cols[g])}" for g in inputs})
+        domain = f"SELECT DISTINCT {distinct} FROM {enclosing} AS e"
+        pre = (f"{sb.sub(domain)} AS inp", {g: f"inp.{q(k)}" for g, k in zip(inputs, keys)})
     parts = [lower_monomial(m, atom.query.group, source, sb, out_keys, NESTED, pre,
                             origins=inherited) for m in atom.query.monomials]
     return _nested_value(atom, " UNION ALL ".join(f"({p})" for p in parts), keys, sb)
@@ -503,7 +513,7 @@ def _threshold_sums(atom: Nested, enclosing: str, cols, source, sb):
     parts = [_threshold(m, g) for m in atom.query.monomials]
     if not parts or any(p is None for p in parts):
         return None
-    c = q(cols[g])
+    c, out = q(cols[g]), q(input_column(0))
     by_op: Dict[str, List[str]] = {}
     for mono, k, op in parts:
         by_op.setdefault(op, []).append(lower_monomial(mono, [k], source, sb, ["__k"], NESTED))
@@ -518,9 +528,11 @@ def _threshold_sums(atom: Nested, enclosing: str, cols, source, sb):
         running = sb.sub(f"SELECT __k, __inp, SUM(__val) OVER (ORDER BY __k {order}, __inp {tie} "
                          f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __run FROM "
                          f"{both} AS u")
-        sums.append(f"SELECT __k AS {c}, __run AS {q(NESTED)} FROM {running} AS w WHERE __inp = 1")
+        sums.append(f"SELECT __k AS {out}, __run AS {q(NESTED)} FROM {running} AS w "
+                    "WHERE __inp = 1")
     union = " UNION ALL ".join(f"({x})" for x in sums)
-    return f"SELECT {c}, SUM({q(NESTED)}) AS {q(NESTED)} FROM {sb.sub(union)} AS t GROUP BY {c}"
+    return (f"SELECT {out}, SUM({q(NESTED)}) AS {q(NESTED)} FROM {sb.sub(union)} AS t "
+            f"GROUP BY {out}")
 
 
 def lower_query(query: Query, source: AtomSource, sb: SqlBuilder, out_keys: Sequence[str],
