@@ -257,19 +257,27 @@ def test_create_on_the_executors_loads_every_map_from_one_plan(spark, vl, tmp_pa
     def per_column(*args, **kwargs):
         raise AssertionError("a map loaded by one query per column")
 
-    phases = []
-    original = DistributedTarget.execute
+    phases, summed_again = [], []
+    original, original_sum = DistributedTarget.execute, DistributedTarget.sum
 
     def counted(self, phase):
         phases.append(self.summed)
         return original(self, phase)
 
+    def summed(self, view, name, pieces):
+        summed_again.append(name)
+        return original_sum(self, view, name, pieces)
+
     monkeypatch.setattr(create, "initial_map", per_column)
     monkeypatch.setattr(DistributedTarget, "execute", counted)
+    monkeypatch.setattr(DistributedTarget, "sum", summed)
     work = registered_workload(spark, str(tmp_path), seed=47, rows=30)
     spark.sql(f"CREATE INCREMENTAL VIEW tg_load WITH (engine = 'distributed') AS {WIDE}")
     try:
         assert phases and all(phases), phases       # the load's phases, blocks summed
+        # each map here is one block summed by exactly its keys: written as the phase
+        # summed it, with no second aggregation (a shuffle) on the way to its table
+        assert summed_again == [], summed_again
         assert_view_matches(spark, "tg_load", WIDE)
         phases.clear()
         _batches(spark, work, "tg_load", WIDE, 2)

@@ -65,6 +65,10 @@ class Block:
     def own_columns(self) -> List[Tuple[str, str]]:
         return list(self.keys) + [(m.out, self.types[m.out]) for m in self.members]
 
+    def key_column(self, member_key: str) -> str:
+        """The block's key column (of `keys`) that a member's key column (`g<j>`) names."""
+        return f"p{self.tag}_g{int(member_key[1:])}"
+
 
 @dataclass
 class Phase:

@@ -139,7 +139,7 @@ def _one_row_per_key(view, block: Block, member: Member) -> bool:
     are all of the block's keys, of the same types (a cast could merge two keys)."""
     types = dict(block.keys)
     schema = view.map_schema(member.target)
-    return len(member.keys) == len(block.keys) and \
-        sorted(member.keys) == sorted(types) and \
+    columns = [block.key_column(k) for k in member.keys]
+    return len(columns) == len(block.keys) and sorted(columns) == sorted(types) and \
         all(types[col].lower() == key_type.lower()
-            for col, key_type in zip(member.keys, schema.key_types))
+            for col, key_type in zip(columns, schema.key_types))

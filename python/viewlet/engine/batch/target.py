@@ -41,7 +41,7 @@ def member_columns(view, block: Block, members: List[Member]) -> Tuple[List[Slot
     writes is NULL)."""
     first = members[0]
     schema = view.map_schema(first.target)
-    keys = [Slot(key, block.slots[f"p{block.tag}_g{int(block_col[1:])}"], key_type)
+    keys = [Slot(key, block.slots[block.key_column(block_col)], key_type)
             for block_col, key, key_type in zip(first.keys, schema.keys, schema.key_types)]
     written = {m.column: block.slots[m.out] for m in members}
     values = [Slot(column, written.get(column), t) for column, t in schema.values.items()]
