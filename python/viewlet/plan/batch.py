@@ -67,7 +67,13 @@ class Block:
 
     def key_column(self, member_key: str) -> str:
         """The block's key column (of `keys`) that a member's key column (`g<j>`) names."""
-        return f"p{self.tag}_g{int(member_key[1:])}"
+        return block_key_column(self.tag, int(member_key[1:]))
+
+
+def block_key_column(tag: int, j: int) -> str:
+    """Block `tag`'s j-th key column (`Block.keys`), named apart from other blocks' in a
+    packed phase; its members name it `g<j>`."""
+    return f"p{tag}_g{j}"
 
 
 @dataclass
@@ -322,7 +328,7 @@ def _block(view, name: str, tag: int, group: List[Tuple[object, Select]]):
         members.append(Member(s.target, s.column, out, cols))
         types[out] = schema.values[s.column]
         values.setdefault((s.target, tuple(cols)), {}).setdefault(s.column, []).append(f"v{i}")
-    keys = [(f"p{tag}_g{j}", t) for j, t in enumerate(key_types)]
+    keys = [(block_key_column(tag, j), t) for j, t in enumerate(key_types)]
     select = [f"{expr} AS {q(f'g{j}')}" for j, expr in enumerate(key_sql)] + items
     text = f"SELECT {', '.join(select)} FROM {', '.join(first.froms)}"
     where = first.joins + common

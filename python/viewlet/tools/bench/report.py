@@ -9,7 +9,7 @@ import statistics
 import subprocess
 from typing import Dict, List, Optional
 
-from . import runner
+from . import baselines, runner
 from ..locations import CHECKOUT_DIR
 
 #: the batch engine's targets (issue 18), judged on the higher-order views with engine auto
@@ -32,12 +32,9 @@ def now() -> str:
 def machine() -> Dict:
     info = {"cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version()}
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
-        info["memory_gb"] = round(kb / 1024 ** 2, 1)
-    except (OSError, StopIteration, ValueError):
-        pass
+    memory = baselines.machine_memory()
+    if memory is not None:
+        info["memory_gb"] = round(memory / baselines.GIB, 1)
     try:
         with open("/proc/cpuinfo") as f:
             info["cpu"] = next(line.split(":", 1)[1].strip() for line in f
@@ -355,7 +352,7 @@ def markdown(results: Dict, plots: List[str]) -> str:
              "`viewlet-d1` first-order IVM, "
              "`viewlet-d0` Viewlet's recompute strategy; `spark` is "
              f"`{meta['recompute']['spark']}`; `duckdb` is {meta['recompute']['duckdb']}"
-             + (f" (memory limit {meta['duckdb_memory_limit'] / (1 << 30):.1f} GiB, spilling "
+             + (f" (memory limit {meta['duckdb_memory_limit'] / baselines.GIB:.1f} GiB, spilling "
                 "beyond it)" if meta.get("duckdb_memory_limit") else "") + ". "
              "Seconds are wall time per batch on the driver; tuples/s = changed base rows of "
              "the batch / median seconds. Spark rows/MB read are the inputRecords/inputBytes of "
