@@ -84,3 +84,28 @@ def test_a_nested_aggregate_under_two_joins_is_computed_once(spark, vl, tmp_path
             assert not repeated, f"computed more than once: {sorted(repeated)[:2]}"
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS v_nested_once")
+
+
+def test_the_value_columns_of_one_nested_join_are_one_block(spark, vl, tmp_path):
+    """Q17a's shape again: the view's state has a value column per output (the row count
+    `__count`, the sum `s0`, the count of summed values that are not NULL `n0`), so the
+    delta of r has a statement per column over the same join and per-part nested sums. The
+    statements of `__count` and `s0` differ only in the column they multiply by, and each
+    of their joins is computed once, as one block writing both (plan/lower.py carries
+    every column through a nested stage), not once per column (which failed before: each
+    enclosing query multiplied by its own column). `n0`'s statement also filters the
+    enclosing rows (r.a IS NOT NULL), which keeps its joins apart."""
+    registered_workload(spark, str(tmp_path), seed=79)
+    spark.sql(f"CREATE INCREMENTAL VIEW v_nested_fused AS {SHAPES['scalar_corr_sum_q17a']}")
+    try:
+        view = vl.ctx.load("v_nested_fused")
+        state = view.compiled.program.view_map
+        assert {"__count", "s0"} <= set(view.map_schema(state).values)
+        blocks = [b for p in view.batch_plan(("r",), ("r",)).phases for b in p.blocks]
+        written = [{m.column for m in b.members if m.target == state} for b in blocks]
+        fused = [cols for cols in written if cols & {"__count", "s0"}]
+        assert fused, "no block of r's delta writes the view's count or sum"
+        for cols in fused:
+            assert {"__count", "s0"} <= cols, f"a block writes only {sorted(cols)}"
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS v_nested_fused")

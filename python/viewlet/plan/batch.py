@@ -27,10 +27,11 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import sqlglot
 from sqlglot import exp
 
+from ..calculus.ir import DeltaRel, MapRef
 from ..compiler.program import Program
 from .cse import ordered_ctes
-from .lower import (LEAF_PREFIX, AtomSource, LeafBuilder, Lookups, Select, Sql, SqlBuilder,
-                    freeze_lookups, monomial_select, q)
+from .lower import (LEAF_PREFIX, MULT, AtomSource, LeafBuilder, Lookups, Select, Sql,
+                    SqlBuilder, freeze_lookups, monomial_select, q)
 
 TAG = "__viewlet_part"
 
@@ -171,6 +172,13 @@ class _PlanSource(AtomSource):
 
     def snapshot_only(self, name):
         return not self.pending.get(name)
+
+    def columns(self, atom):
+        if isinstance(atom, MapRef):
+            schema = self.view.map_schema(atom.name)
+            return list(schema.keys) + list(schema.values)
+        own = list(self.view.columns_of(atom.table))
+        return own + [MULT] if isinstance(atom, DeltaRel) else own
 
     def pending_origins(self, name):
         pieces = self.pending.get(name) or []

@@ -127,6 +127,11 @@ class AtomSource:
         the batch columns those rows' keys are among (None where unknown)."""
         return None
 
+    def columns(self, atom) -> Optional[List[str]]:
+        """Every column the FROM item of `atom` (a DeltaRel, Rel or MapRef) has, when known
+        (None: only those the monomial reads are carried through a nested stage)."""
+        return None
+
 
 def _from(item, sb: SqlBuilder) -> str:
     return sb.sub(item.text) if isinstance(item, Sql) else sb.frame(item)
@@ -241,7 +246,14 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     froms: List[str] = []
     joins: List[str] = []
     conds: List[str] = []
-    mults: List[str] = []
+    # the product's factors in order: column SQL, Value atoms (rendered last, over the final
+    # binding) and _Factors (those of before a nested stage, kept as one parenthesized term)
+    mults: List[object] = []
+    # every column of the FROM items: a nested stage carries them all, so monomials that
+    # differ only in the column they multiply by (a map's value columns, a relation's
+    # columns) have one enclosing text, and their statements fuse into one block (Q17a's
+    # view sums per touched part, one per value column, were three joins)
+    available: List[str] = []
     binding: Dict[str, str] = {}
     origin = batch_origins(mono, origins, source)
     derived = _chain_map_origins(mono, origin, source)
@@ -251,6 +263,10 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             joins.append(f"{binding[var]} = {sql}")
         else:
             binding[var] = sql
+
+    def offer(alias: str, atom, read: Sequence[str]):
+        columns = source.columns(atom)
+        available.extend(f"{alias}.{q(c)}" for c in (read if columns is None else columns))
 
     if pre is not None:
         froms.append(pre[0])
@@ -262,10 +278,12 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
             mults.append(f"{alias}.{q(MULT)}")
+            offer(alias, atom, list(atom.columns) + [MULT])
         elif isinstance(atom, Rel):
             froms.append(f"{_from(source.relation(atom.table), sb)} AS {alias}")
             for col, var in zip(atom.columns, atom.vars):
                 bind(var, f"{alias}.{q(col)}")
+            offer(alias, atom, atom.columns)
         elif isinstance(atom, MapRef):
             lookups = {j: origin[v] for j, v in enumerate(atom.vars)
                        if v in origin and derived.get(v) != i}
@@ -273,6 +291,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             for j, var in enumerate(atom.vars):
                 bind(var, f"{alias}.{q(f'k{j}')}")
             mults.append(f"{alias}.{q(atom.column)}")
+            offer(alias, atom, [f"k{j}" for j in range(len(atom.vars))] + [atom.column])
         elif isinstance(atom, Groups):
             keys = [f"d{j}" for j in range(len(atom.vars))]
             inner = lower_query(atom.query, source, sb, keys, "__g", aggregate=True)
@@ -315,7 +334,7 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
             if isinstance(atom, Cond):
                 conds.append(f"({atom.pred.to_sql(binding.__getitem__)})")
             else:
-                mults.append(f"({atom.expr.to_sql(binding.__getitem__)})")
+                mults.append(atom)
             pending.remove(atom)
         nested = [a for a in pending if isinstance(a, Nested) and set(a.inputs) <= set(binding)]
         if not nested:
@@ -323,9 +342,13 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         # Nested aggregates: wrap what is bound so far as a subquery, compute each nested
         # query once per distinct input binding, and LEFT JOIN the values back.
         stage += 1
-        cols = {v: f"c{j}" for j, v in enumerate(sorted(binding))}
-        inner = _select(froms, joins + conds, [f"{binding[v]} AS {q(c)}" for v, c in cols.items()]
-                        + [f"{_product(mults, 1)} AS {q(MULT)}"])
+        # numbered in the order of their SQL, not of the variables' names: monomials that
+        # differ in names only have one text
+        carried = sorted(set(available) | set(binding.values()) | set(_column_factors(mults)))
+        col_of = {sql: f"c{j}" for j, sql in enumerate(carried)}
+        cols = {v: col_of[binding[v]] for v in binding}
+        inner = _select(froms, joins + conds, [f"{sql} AS {q(c)}" for sql, c in col_of.items()]
+                        or [f"1 AS {q(MULT)}"])
         base = f"s{stage}"
         enclosing = sb.sub(inner)
         text = f"{enclosing} AS {base}"
@@ -338,8 +361,11 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
                 " AND ".join(f"{base}.{q(cols[g])} {eq} {nalias}.{q(input_column(i))}"
                              for i, g in enumerate(atom.inputs))
                 or "TRUE")
-        froms, joins, conds, mults = [text], [], [], [f"{base}.{q(MULT)}"]
-        new_binding = {v: f"{base}.{q(c)}" for v, c in cols.items()}
+        carry = {sql: f"{base}.{q(c)}" for sql, c in col_of.items()}
+        froms, joins, conds = [text], [], []
+        mults = [_Factors(tuple(_carried_factors(mults, carry)))]
+        available = list(carry.values())
+        new_binding = {v: carry[sql] for v, sql in binding.items()}
         for n, atom in enumerate(nested):
             value = f"COALESCE(n{stage}_{n}.{q(NESTED)}, 0)" if EMPTY_VALUE[atom.kind] == 0 \
                 else f"n{stage}_{n}.{q(NESTED)}"
@@ -352,12 +378,52 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     if pending:
         missing = sorted(set().union(*(a.free_vars() for a in pending)) - set(binding))
         raise ViewletError(f"internal: unbound variables {missing} in {pending}")
+    product = _rendered(mults, binding)
     if mono.coef != 1:
-        mults.insert(0, _number(mono.coef))
+        product.insert(0, _number(mono.coef))
     if not froms:
         froms.append("(SELECT 1) AS unit")
-    return Select(froms, joins, conds, [binding[v] for v in group], _product(mults, 1),
+    return Select(froms, joins, conds, [binding[v] for v in group], _product(product, 1),
                   [origin.get(v) for v in group])
+
+
+@dataclass(frozen=True)
+class _Factors:
+    """A monomial's factors from before a nested stage: one parenthesized term of the
+    product, as when the enclosing query multiplied them (the same association, so the same
+    decimal result types)."""
+    items: tuple
+
+
+def _column_factors(mults) -> List[str]:
+    """The column SQL among the factors (what a nested stage must carry)."""
+    out = []
+    for f in mults:
+        if isinstance(f, str):
+            out.append(f)
+        elif isinstance(f, _Factors):
+            out += _column_factors(f.items)
+    return out
+
+
+def _carried_factors(mults, carry: Dict[str, str]) -> list:
+    """The factors with each column SQL replaced by the stage's column carrying it."""
+    return [carry[f] if isinstance(f, str) else
+            _Factors(tuple(_carried_factors(f.items, carry))) if isinstance(f, _Factors) else f
+            for f in mults]
+
+
+def _rendered(mults, binding: Dict[str, str]) -> List[str]:
+    """The factors as SQL: Value atoms over `binding` (the monomial's final one)."""
+    out = []
+    for f in mults:
+        if isinstance(f, str):
+            out.append(f)
+        elif isinstance(f, _Factors):
+            out.append(f"({_product(_rendered(f.items, binding), 1)})")
+        else:
+            out.append(f"({f.expr.to_sql(binding.__getitem__)})")
+    return out
 
 
 def _select(froms, where, items) -> str:
