@@ -66,7 +66,7 @@ class EngineContext:
     def local_engine(self):
         """The local target's engine (batch/local.py), started on first use."""
         if self._local_engine is None:
-            self._local_engine = LocalEngine()
+            self._local_engine = LocalEngine(memory_limit=Settings(self.spark).engine_memory)
         return self._local_engine
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
+import tempfile
 import threading
 import warnings
 from typing import Dict, Optional
@@ -37,16 +39,23 @@ def unavailable() -> Optional[str]:
 
 
 class LocalEngine:
-    def __init__(self, threads: Optional[int] = None, memory_limit: Optional[str] = None):
+    """`memory_limit`: bytes DuckDB may use (None: DuckDB's default, 80% of the machine);
+    joins and aggregates beyond it spill to a directory of this engine's own under the
+    system's temporary directory, removed at close, and a query that cannot spill fails
+    with LocalEngineError (its batch runs on Spark)."""
+
+    def __init__(self, threads: Optional[int] = None, memory_limit: Optional[int] = None):
         try:
             import duckdb        # optional at run time, as unavailable() says
         except ImportError as e:     # batch/policy.py checks first; this is the backstop
             raise LocalEngineError(unavailable() or str(e)) from e
         self._duckdb = duckdb
+        # DuckDB's default for an in-memory database is .tmp in the working directory
+        self._spill = tempfile.mkdtemp(prefix="viewlet-duckdb-")
         config = {"threads": threads or max(1, os.cpu_count() or 1),
-                  "preserve_insertion_order": False}
-        if memory_limit:
-            config["memory_limit"] = memory_limit
+                  "preserve_insertion_order": False, "temp_directory": self._spill}
+        if memory_limit is not None:
+            config["memory_limit"] = f"{max(1, memory_limit >> 20)}MiB"
         self._db = duckdb.connect(":memory:", config=config)
         self._lock = threading.Lock()
         # closed before the interpreter tears DuckDB's bindings down (which otherwise
@@ -84,3 +93,4 @@ class LocalEngine:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+                shutil.rmtree(self._spill, ignore_errors=True)

@@ -8,6 +8,7 @@ is parsed here too: engines, map writes, byte sizes and refresh intervals.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +51,11 @@ DEFAULT_MIN_ROWS = 5_000_000
 MEMORY_CONF = "spark.viewlet.local.memory"
 #: without spark.viewlet.local.memory, hot maps may take this share of spark.driver.memory
 MEMORY_SHARE = 0.5
+ENGINE_MEMORY_CONF = "spark.viewlet.local.engineMemory"
+#: what the local engine's default limit leaves aside for the rest of the driver's process
+ENGINE_MEMORY_MARGIN = 2 << 30
+#: the least default limit of the local engine (where little is left beside the driver)
+ENGINE_MEMORY_FLOOR = 1 << 30
 LEASE_CONF = "spark.viewlet.refresh.leaseSeconds"
 DEFAULT_LEASE_SECONDS = 60.0
 PROGRESS_CONF = "spark.viewlet.progress.afterSeconds"
@@ -126,6 +132,22 @@ class Settings:
         if raw is not None:
             return parse_bytes(raw, MEMORY_CONF)
         return int(MEMORY_SHARE * self.driver_memory)
+
+    @property
+    def engine_memory(self) -> Optional[int]:
+        """Bytes the local engine (DuckDB, in the driver's process) may use before it spills
+        to disk or fails the batch, which then runs on Spark: spark.viewlet.local.engineMemory,
+        else the machine's memory less the driver's heap, the hot maps' budget and
+        ENGINE_MEMORY_MARGIN, at least ENGINE_MEMORY_FLOOR (None where the machine's memory
+        is unknown: DuckDB's own default, 80% of the machine, beside the JVM's heap)."""
+        raw = self._conf(ENGINE_MEMORY_CONF)
+        if raw is not None:
+            return parse_bytes(raw, ENGINE_MEMORY_CONF)
+        machine = machine_memory()
+        if machine is None:
+            return None
+        return max(ENGINE_MEMORY_FLOOR,
+                   machine - self.driver_memory - self.memory_budget - ENGINE_MEMORY_MARGIN)
 
     @cached_property
     def driver_memory(self) -> int:
@@ -256,3 +278,11 @@ def interval_text(seconds) -> str:
         if count >= 1 and count == int(count):
             return f"every {int(count)} {unit}{'s' if count != 1 else ''}"
     return f"every {seconds:g} seconds"
+
+
+def machine_memory() -> Optional[int]:
+    """The machine's physical memory in bytes (None where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None

@@ -34,16 +34,6 @@ def spark_result(spark, out_dir: str):
     return df.schema, df.collect()
 
 
-def machine_memory() -> Optional[int]:
-    """The machine's memory in bytes (None where /proc/meminfo is not there)."""
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
-    except (OSError, StopIteration, ValueError):
-        return None
-    return kb * 1024
-
-
 def duckdb_memory_limit(driver_memory: int, machine: Optional[int]) -> Optional[int]:
     """Bytes the DuckDB baseline may use: the machine's memory less the driver's heap, less
     Viewlet's hot maps (up to half the heap, in this process), less 2 GiB for the rest; at

@@ -9,6 +9,7 @@ import statistics
 import subprocess
 from typing import Dict, List, Optional
 
+from ...engine.state.settings import machine_memory
 from . import baselines, runner
 from ..locations import CHECKOUT_DIR
 
@@ -32,7 +33,7 @@ def now() -> str:
 def machine() -> Dict:
     info = {"cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version()}
-    memory = baselines.machine_memory()
+    memory = machine_memory()
     if memory is not None:
         info["memory_gb"] = round(memory / baselines.GIB, 1)
     try:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, TextIO
 
+from ...engine.state.settings import machine_memory
 from ...errors import ViewletError
 from . import baselines, data, definitions, metrics
 
@@ -270,7 +271,7 @@ class _Bench:
         from ...engine.state.settings import parse_bytes
 
         heap = parse_bytes(self.options.driver_memory, "--driver-memory")
-        limit = baselines.duckdb_memory_limit(heap, baselines.machine_memory())
+        limit = baselines.duckdb_memory_limit(heap, machine_memory())
         self.results["meta"]["duckdb_memory_limit"] = limit
         return baselines.DuckDBRecompute(paths, memory_limit=limit,
                                          spill_dir=os.path.join(self.warehouse, "_duckdb_spill"))
