@@ -123,6 +123,7 @@ class HotMap:
     def lookup(self, lookups: Lookups) -> pa.Table:
         """The rows holding the looked-up values (a superset where a column cannot be
         compared exactly: callers join on the keys)."""
+        rest = lookups            # what the base's rows are still filtered by
         with self._lock:
             base, tail = self.base, list(self.tail)
             column = next((c for c, _ in lookups.items() if c in base.column_names
@@ -136,9 +137,11 @@ class HotMap:
                     positions = index.positions(values, lookups[column][1])
                     positions.sort()               # keep the base's (clustered) order
                     base = base.take(pa.array(positions))
+                    # the index found exactly the rows holding the column's values
+                    rest = {c: v for c, v in lookups.items() if c != column}
         parts = []
-        for part in [base] + tail:
-            mask = matching_mask(part, lookups)
+        for part, by in [(base, rest)] + [(t, lookups) for t in tail]:
+            mask = matching_mask(part, by)
             parts.append(part if mask is None else part.filter(mask))
         return pa.concat_tables(parts)
 
