@@ -21,6 +21,7 @@ from .update_feed import (SIGN_COLUMN, CommitLog, change_files,
                           changes_deletion_vectors, is_unreliable_update, records, rows_from_files,
                           without_rows)
 
+logger = logging.getLogger("viewlet")
 _SIGN = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 _KINDS = pa.array(list(_SIGN))
 _KIND_SIGNS = pa.array(list(_SIGN.values()), pa.int64())
@@ -38,8 +39,6 @@ def _signs(kinds: pa.ChunkedArray) -> pa.Array:
 # Reader features a plain Parquet read of the snapshot files would get wrong.
 _UNREADABLE_FEATURES = {"columnMapping"}
 _SNAPSHOTS_KEPT = 512
-
-log = logging.getLogger("viewlet")
 ROW_SAMPLE = 4096                 # rows read to weigh a row in memory (row_bytes)
 
 
@@ -78,7 +77,7 @@ def _clean_log(dt, before: int) -> None:
     try:
         dt.cleanup_metadata()
     except Exception as e:  # noqa: BLE001 - the commit stands; the log is cleaned later
-        log.warning("Cleaning the log of the Delta table at %s failed: %s", dt.table_uri, e)
+        logger.warning("Cleaning the log of the Delta table at %s failed: %s", dt.table_uri, e)
 
 
 def _done(dt, txn: Optional[Txn]) -> bool:
