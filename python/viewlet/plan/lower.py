@@ -251,8 +251,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
     mults: List[object] = []
     # every column of the FROM items: a nested stage carries them all, so monomials that
     # differ only in the column they multiply by (a map's value columns, a relation's
-    # columns) have one enclosing text, and their statements fuse into one block (Q17a's
-    # view sums per touched part, one per value column, were three joins)
+    # columns) have one enclosing text, and their statements fuse into one block (the
+    # view state's value columns of Q17a's delta join it with the per-part sums once)
     available: List[str] = []
     binding: Dict[str, str] = {}
     origin = batch_origins(mono, origins, source)
