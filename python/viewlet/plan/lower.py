@@ -344,7 +344,8 @@ def monomial_select(mono: Monomial, group: Sequence[str], source: AtomSource, sb
         stage += 1
         # numbered in the order of their SQL, not of the variables' names: monomials that
         # differ in names only have one text
-        carried = sorted(set(available) | set(binding.values()) | set(_column_factors(mults)))
+        # (the factors' columns are among `available`: each atom offers the one it multiplies by)
+        carried = sorted(set(available) | set(binding.values()))
         col_of = {sql: f"c{j}" for j, sql in enumerate(carried)}
         cols = {v: col_of[binding[v]] for v in binding}
         inner = _select(froms, joins + conds, [f"{sql} AS {q(c)}" for sql, c in col_of.items()]
@@ -393,17 +394,6 @@ class _Factors:
     product, as when the enclosing query multiplied them (the same association, so the same
     decimal result types)."""
     items: tuple
-
-
-def _column_factors(mults) -> List[str]:
-    """The column SQL among the factors (what a nested stage must carry)."""
-    out = []
-    for f in mults:
-        if isinstance(f, str):
-            out.append(f)
-        elif isinstance(f, _Factors):
-            out += _column_factors(f.items)
-    return out
 
 
 def _carried_factors(mults, carry: Dict[str, str]) -> list:
