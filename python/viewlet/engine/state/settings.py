@@ -146,8 +146,7 @@ class Settings:
         machine = machine_memory()
         if machine is None:
             return None
-        return max(ENGINE_MEMORY_FLOOR,
-                   machine - self.driver_memory - self.memory_budget - ENGINE_MEMORY_MARGIN)
+        return memory_beside_driver(machine, self.driver_memory, self.memory_budget)
 
     @cached_property
     def driver_memory(self) -> int:
@@ -286,3 +285,9 @@ def machine_memory() -> Optional[int]:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def memory_beside_driver(machine: int, driver_memory: int, hot_maps: int) -> int:
+    """Bytes a DuckDB in the driver's process may use: the machine's memory less the JVM's
+    heap, the hot maps and ENGINE_MEMORY_MARGIN, at least ENGINE_MEMORY_FLOOR."""
+    return max(ENGINE_MEMORY_FLOOR, machine - driver_memory - hot_maps - ENGINE_MEMORY_MARGIN)

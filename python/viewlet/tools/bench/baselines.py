@@ -18,6 +18,8 @@ from typing import Dict, Mapping, Optional
 
 import pyarrow as pa
 
+from ...engine.state.settings import MEMORY_SHARE, memory_beside_driver
+
 GIB = 1 << 30
 
 
@@ -42,7 +44,7 @@ def duckdb_memory_limit(driver_memory: int, machine: Optional[int]) -> Optional[
     past 14 GiB and the kernel killed the benchmark."""
     if machine is None:
         return None
-    return max(GIB, machine - driver_memory - driver_memory // 2 - 2 * GIB)
+    return memory_beside_driver(machine, driver_memory, int(MEMORY_SHARE * driver_memory))
 
 
 class DuckDBRecompute:
