@@ -294,9 +294,11 @@ class TableStore(ABC):
 
     @abstractmethod
     def rewrite(self, path: str, data: pa.Table, read_version: int, rows_per_file: int,
-                metadata: Optional[Dict[str, str]] = None) -> bool:
-        """Replace the files of version `read_version` by `data`, written in order in files
-        of `rows_per_file` rows, in one commit; files committed after `read_version` stay.
+                metadata: Optional[Dict[str, str]] = None,
+                files: Optional[Sequence[str]] = None) -> bool:
+        """Replace the files of version `read_version` (only `files` of them, as the
+        version's Snapshot names them, when given) by `data`, written in order in files of
+        `rows_per_file` rows, in one commit; files committed after `read_version` stay.
         False (nothing changed) if a later commit removed any of those files."""
 
     @abstractmethod

@@ -116,8 +116,9 @@ OWN_TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 #: than this long ago, is taken as the latest while the log has no entry after its version:
 #: one stat of a file where delta-rs reads the log (about 0.5 ms, some ten times a batch).
 #: Commits are numbered without gaps, so a missing next entry means no later one, except
-#: where log cleanup removed entries older than the table's log retention (30 days by
-#: default): a handle older than this is brought up to date by delta-rs.
+#: where log cleanup removed entries older than the table's log retention (an hour for a
+#: view's own tables, engine/state/retention.py; 30 days by default), which must stay far
+#: above this: a handle older than this is brought up to date by delta-rs.
 FRESH_HANDLE_SECONDS = 60.0
 _clock = time.monotonic
 
@@ -486,12 +487,20 @@ class DeltaRsStore(TableStore):
     def add_rows(self, path, rows, txn, metadata=None):
         return self.append_once(path, rows, txn, metadata)
 
-    def rewrite(self, path, data, read_version, rows_per_file, metadata=None):
+    def rewrite(self, path, data, read_version, rows_per_file, metadata=None, files=None):
+        from deltalake.transaction import RemoveAction
         dt = self._table(path, read_version)
+        removed = []
+        if files is not None:            # these files only: removed by name, the rest stay
+            named = self.file_paths(path, read_version)
+            now = int(time.time() * 1000)
+            removed = [RemoveAction(named[f.rsplit("/", 1)[-1]], True, now) for f in files]
         actions = _write_files(path, data, rows_per_file, self.options)
         before = dt.version()
         try:
-            dt.create_write_transaction(actions, mode="overwrite", schema=dt.schema(),
+            dt.create_write_transaction(actions + removed,
+                                        mode="overwrite" if files is None else "append",
+                                        schema=dt.schema(),
                                         commit_properties=_commit(None, metadata),
                                         post_commithook_properties=_hooks())
         except Exception as e:

@@ -11,6 +11,7 @@ from typing import Dict
 from ..batch.policy import compacts_on_executors
 from ..runtime.progress import Progress
 from ..state.manifest import COMPACTION, BatchRecord
+from ..state.retention import keep_short_history
 from ..state.stats import BatchStats, MapLayout
 from ..state.view import LoadedView
 from . import distributed, hot
@@ -50,6 +51,7 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
             if compacted is not None:
                 layout = compacted
                 ctx.store.vacuum(path, record.map_versions[name])
+                keep_short_history(ctx.store, path)
         elif due:
             progress.step(f"compacting map {name}")
             schema = view.map_schema(name)
@@ -65,6 +67,7 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
                 hot.replace_after_compaction(view, name, read_version, version, rows)
                 # Files of the batch-start version stay: a re-run of this batch reads them.
                 ctx.store.vacuum(path, record.map_versions[name])
+                keep_short_history(ctx.store, path)     # a map of a view created before
                 in_memory = ctx.hot_maps.peek(path)
                 if in_memory is not None:
                     hot.sync_after_writes(view, name, in_memory.version, record.batch, None)

@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from ..state.manifest import COMPACTION
 
-#: commit operations that leave a map's rows as they were
-_KEEPING = {"VACUUM START", "VACUUM END"}
+#: commit operations that leave a map's rows as they were (table properties: state/retention.py)
+_KEEPING = {"VACUUM START", "VACUUM END", "SET TBLPROPERTIES"}
 
 
 def sync_after_writes(view, name: str, start: int, batch: int, delta: Optional[pa.Table],

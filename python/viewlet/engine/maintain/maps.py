@@ -34,6 +34,7 @@ from ...storage.arrow import sum_by_key
 from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state.manifest import BatchRecord
+from ..state.retention import INTERNAL_TABLE_PROPERTIES
 from ..state.stats import ROWS_PER_FILE, MapLayout
 from ..state.view import LoadedView
 from . import hot
@@ -82,7 +83,8 @@ def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: 
                   txn) -> pa.Table:
     """Create the map's table holding `data` in cluster order; the rows as written."""
     rows = sort_rows(data, keys, order)
-    store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows))
+    store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows),
+                 properties=INTERNAL_TABLE_PROPERTIES)
     return rows
 
 

@@ -40,9 +40,7 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
         # number, ranges and map versions), so a batch another refresher planned meanwhile
         # makes plan() fail instead of being applied again.
         rows = manifest.all_records()
-        records = manifest.records(rows)
-        latest = records[-1]
-        last = [r for r in records if r.phase == "committed"][-1]
+        latest, last = manifest.latest(rows), manifest.last_committed(rows)
         if latest.phase == "planned":
             # Planned, not committed: another refresher is computing it (wait for it), or
             # its refresher stopped (run it again, with exactly its recorded inputs).

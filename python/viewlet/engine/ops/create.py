@@ -51,6 +51,7 @@ from ..state.manifest import Manifest
 from ..state.maps import new_hot_map
 from ..state.program import (CompiledView, RecordingResolver, compile_definition, parts_key,
                              stored_form)
+from ..state.retention import INTERNAL_TABLE_PROPERTIES
 from ..state.settings import DISTRIBUTED, LOCAL, Settings, ViewOptions, policy_depth
 from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
@@ -454,7 +455,8 @@ def _execute(c: _Creation, plan: _Plan):
             result = frame_arrow(rows)
             if top is not None:
                 first, complete = first_rows(result, top, keys)
-                ctx.store.create(view.ordered_path, first, txn=txn)
+                ctx.store.create(view.ordered_path, first, txn=txn,
+                                 properties=INTERNAL_TABLE_PROPERTIES)
                 result = visible(first, top)
                 ordered = OrderedStats(complete, first.num_rows)
             ctx.store.create(view.result_path, result, txn=txn, properties=properties)

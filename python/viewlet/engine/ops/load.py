@@ -58,6 +58,7 @@ from ..spark.io import arrow_schema, frame_arrow, read_table, spark_schema, unio
 from ..state.definition import MapSchema, ViewDefinition
 from ..state.manifest import BatchRecord, Txn
 from ..state.program import CompiledView, normalize_value_type, relation_columns
+from ..state.retention import INTERNAL_TABLE_PROPERTIES
 from ..state.stats import BatchStats
 from ..state.tables import bind_tables
 
@@ -341,7 +342,7 @@ def create_map(ctx, path: str, frame: DataFrame, schema: MapSchema, arrow: pa.Sc
                 .sortWithinPartitions(*order)
     with timestamps_as_micros(frame.sparkSession):
         files = write_into(ctx.store, frame, path, "load", per_file)
-    ctx.store.create_from_files(path, arrow, files, txn)
+    ctx.store.create_from_files(path, arrow, files, txn, properties=INTERNAL_TABLE_PROPERTIES)
     return sum(f.rows for f in files)
 
 

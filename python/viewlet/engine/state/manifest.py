@@ -26,7 +26,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import pyarrow as pa
 
 from ...errors import ConcurrentUpdate
-from ...storage.base import TableStore
+from ...storage.base import Snapshot, TableStore
+from .retention import INTERNAL_TABLE_PROPERTIES, keep_short_history
 from .stats import BatchStats
 
 _SCHEMA = pa.schema([
@@ -42,10 +43,15 @@ DROPPED = "dropped"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 PLAN_TXN = "viewlet-plan"
 #: Each row is appended as a file of its own, and a delta-rs commit costs more the more files
-#: a table has (an append took 5 ms on a table of 1 file, 27 ms on one of 400): the rows are
-#: rewritten as one file every COMPACT_EVERY batches, so a batch's cost does not grow with
-#: the view's history.
+#: a table has (an append took 5 ms on a table of 1 file, 27 ms on one of 400): the newest
+#: files are rewritten as one every COMPACT_EVERY batches, so a batch's cost does not grow
+#: with the view's history.
 COMPACT_EVERY = 16
+#: A compaction rewrites the newest files, and each older one holding at most MERGE_RATIO
+#: times their rows: files grow geometrically, so a manifest has few, and a row is rewritten
+#: a few times over the view's life (rewriting every row each time cost a batch more the
+#: longer the view's history).
+MERGE_RATIO = 4
 COMPACTION = "viewlet.compaction"     # the commit metadata key of a compaction (of maps too)
 COMMIT_TXN = "viewlet-commit"
 Ranges = Dict[str, Tuple[int, int]]   # relation -> (after version, to version]
@@ -84,6 +90,43 @@ class BatchRecord:
         """`stats` (the JSON as stored) read as BatchStats."""
         return BatchStats.from_json(self.stats)
 
+    @property
+    def at_micros(self) -> int:
+        """`at` in microseconds since 1970 (0 when unknown): the order of a batch's rows."""
+        return ((self.at or _EPOCH) - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+class StoredRecord(BatchRecord):
+    """A manifest row as read: its JSON columns are parsed, and its time made a datetime,
+    when first used. A batch looks at the last records only, and parsing every row of a
+    long history (a minute's refreshes for a month: 86,000 rows) took a new process seconds."""
+
+    def __init__(self, batch: int, phase: str, ranges: str, map_versions: str, stats: str,
+                 at_micros: Optional[int]):
+        self.batch, self.phase = batch, phase
+        self._json = (ranges, map_versions, stats)
+        self._micros = at_micros
+
+    @cached_property
+    def ranges(self) -> Ranges:
+        return {k: tuple(v) for k, v in json.loads(self._json[0]).items()}
+
+    @cached_property
+    def map_versions(self) -> Dict[str, int]:
+        return json.loads(self._json[1])
+
+    @cached_property
+    def stats(self) -> Dict:
+        return json.loads(self._json[2])
+
+    @cached_property
+    def at(self) -> Optional[dt.datetime]:
+        return None if self._micros is None else _EPOCH + dt.timedelta(microseconds=self._micros)
+
+    @property
+    def at_micros(self) -> int:
+        return self._micros or 0
+
 
 class Manifest:
     def __init__(self, store: TableStore, path: str):
@@ -98,17 +141,18 @@ class Manifest:
             except ConcurrentUpdate:    # the same txn committed concurrently: the other won
                 return False
             if version is not None:
-                self._remember(version, _records(data))
+                self._remember(version, version - 1, _records(data))
             return version is not None
         self.store.append(self.path, data)
         return True
 
-    def _remember(self, version: int, added: tuple):
-        """Our own commit `version` added these records: the cache follows without a read."""
+    def _remember(self, version: int, read_version: int, added: tuple = ()):
+        """Our own commit `version`, on top of `read_version`, added these records (none: it
+        rewrote rows): the cache follows without a read."""
         with _LOCK:
             known = _READ.get(self.path)
-            if known is not None and known[0] == version - 1:
-                _READ[self.path] = (version, known[1] + added)
+            if known is not None and known[0] == read_version and version == read_version + 1:
+                _READ[self.path] = (version, _merged(known[1], added))
 
     def records(self, rows: Optional[List[BatchRecord]] = None) -> List[BatchRecord]:
         """The planned and committed rows, by batch (a batch's planned row first), without
@@ -130,13 +174,13 @@ class Manifest:
             added = self.store.appended_rows(self.path, known[0], version) \
                 if known is not None and known[0] < version else None
             if added is not None:
-                records = known[1] + _records(added)
+                records = _merged(known[1], _records(added))
             else:                        # first read (or a rewritten manifest): all of it
                 snap = self.store.snapshot(self.path, version)
-                records = _records(self.store.read_files(snap))
+                records = _merged((), _records(self.store.read_files(snap)))
             with _LOCK:
                 _READ[self.path] = (version, records)
-        return sorted(records, key=lambda r: (r.batch, r.phase == "committed", r.at or _EPOCH))
+        return list(records)
 
     def start(self, versions: Dict[str, int], stats: Dict, batch: int = 0,
               carried: Optional[pa.Table] = None):
@@ -148,7 +192,7 @@ class Manifest:
         rows = _row_table(rec)
         if carried is not None and carried.num_rows:
             rows = pa.concat_tables([carried.select(_SCHEMA.names).cast(_SCHEMA), rows])
-        self.store.create(self.path, rows)
+        self.store.create(self.path, rows, properties=INTERNAL_TABLE_PROPERTIES)
 
     def rows(self) -> pa.Table:
         """Every row as stored (what a rebuild carries over)."""
@@ -156,18 +200,21 @@ class Manifest:
 
     def next_batch(self) -> int:
         """The number after every batch recorded (planned, committed or failed)."""
-        return max((r.batch for r in self.all_records()), default=-1) + 1
+        rows = self.all_records()
+        return rows[-1].batch + 1 if rows else 0
 
     def record_failure(self, batch: int, message: str):
         """A refresh that failed before committing `batch` (a plain append: it races with
         nothing, planners and committers only check their own transaction ids)."""
         self._append(BatchRecord(batch, "failed", {}, {}, BatchStats(error=message).to_json()))
 
-    def latest(self) -> BatchRecord:
-        return self.records()[-1]
+    def latest(self, rows: Optional[List[BatchRecord]] = None) -> BatchRecord:
+        """The last of records(rows)."""
+        return next(_newest_first(self.all_records() if rows is None else rows))
 
-    def last_committed(self) -> BatchRecord:
-        return [r for r in self.records() if r.phase == "committed"][-1]
+    def last_committed(self, rows: Optional[List[BatchRecord]] = None) -> BatchRecord:
+        return next(r for r in _newest_first(self.all_records() if rows is None else rows)
+                    if r.phase == "committed")
 
     def plan(self, batch: int, ranges: Ranges, map_versions: Dict[str, int]) -> bool:
         """Append the planned row of `batch`; False if another refresher planned it first.
@@ -186,7 +233,7 @@ class Manifest:
         A refresher passes the `rows` its batch's ranges follow from: a batch another
         refresher planned since then takes that number, and plan() refuses it."""
         rows = self.all_records() if rows is None else rows
-        return max((r.batch for r in rows if r.phase != "failed"), default=-1) + 1
+        return next((r.batch for r in reversed(rows) if r.phase != "failed"), -1) + 1
 
     def commit(self, planned: BatchRecord, stats: Dict) -> bool:
         """Append the committed row of `planned` (`stats`: the batch's, from
@@ -198,17 +245,73 @@ class Manifest:
         return done
 
     def compact(self) -> bool:
-        """Rewrite the manifest's rows as one file (rows appended meanwhile stay, as their own
-        files), then delete the files only versions before the one rewritten referenced (a
-        reader of that version still finds its files). False when a concurrent compaction
-        won. The rows, and so every reader's records, are unchanged."""
+        """Rewrite the manifest's newest files as one (`files_to_merge`; rows appended
+        meanwhile stay, as their own files), then delete the files only versions before the
+        one rewritten referenced (a reader of that version still finds its files). False
+        when a concurrent compaction won. The rows, and so every reader's records, are
+        unchanged. A manifest of a view created before its retention properties gets them
+        here (state/retention.py)."""
         version = self.store.version(self.path)
-        rows = self.store.read_files(self.store.snapshot(self.path, version))
-        if not self.store.rewrite(self.path, rows, version, max(rows.num_rows, 1),
-                                  {COMPACTION: "manifest"}):
-            return False
+        snap = self.store.snapshot(self.path, version)
+        merged = files_to_merge(snap)
+        if len(merged.files) > 1:
+            rows = self.store.read_files(merged)
+            if not self.store.rewrite(self.path, rows, version, max(rows.num_rows, 1),
+                                      {COMPACTION: "manifest"}, files=merged.files):
+                return False
+            self._remember(self.store.version(self.path), version)
+        if keep_short_history(self.store, self.path):
+            self._remember(self.store.version(self.path), self.store.version(self.path) - 1)
         self.store.vacuum(self.path, version)
         return True
+
+
+def files_to_merge(snap: Snapshot) -> Snapshot:
+    """The files of a manifest version a compaction rewrites as one: the smallest, then each
+    next larger one that holds at most MERGE_RATIO times the rows of those before it (all of
+    them when the files have no row counts)."""
+    if snap.stats is None:
+        return snap
+    by_size = sorted(range(len(snap.files)), key=lambda i: snap.stats[i].rows or 0)
+    chosen, rows = [], 0
+    for i in by_size:
+        size = snap.stats[i].rows or 0
+        if rows and size > MERGE_RATIO * rows:
+            break
+        chosen.append(i)
+        rows += size
+    return Snapshot(snap.path, snap.version, tuple(snap.files[i] for i in chosen), snap.schema,
+                    snap.partition_columns, tuple(snap.stats[i] for i in chosen), snap.deleted)
+
+
+def _order(r: BatchRecord):
+    """Records in the order of batches, a batch's committed row last, then by time."""
+    return (r.batch, r.phase == "committed", r.at_micros)
+
+
+def _merged(known: tuple, added: tuple) -> tuple:
+    """`known` (in order) and `added` as one tuple in order; rows come mostly in order, so
+    the old ones are sorted again only when an added one belongs among them."""
+    added = tuple(sorted(added, key=_order))
+    if not known or not added or _order(known[-1]) <= _order(added[0]):
+        return known + added
+    return tuple(sorted(known + added, key=_order))
+
+
+def _newest_first(rows: List[BatchRecord]):
+    """records(rows), newest first, read from the end (`rows` in order): a manifest holds
+    every batch of the view's life, and a batch needs only its last records."""
+    end = len(rows)
+    while end > 0:
+        start = end - 1
+        while start > 0 and rows[start - 1].batch == rows[end - 1].batch:
+            start -= 1
+        group = rows[start:end]           # one batch's rows: a dropped row drops its plan
+        dropped = any(r.phase == DROPPED for r in group)
+        for r in reversed(group):
+            if r.phase in BATCH_PHASES and not (r.phase == "planned" and dropped):
+                yield r
+        end = start
 
 
 def _row_table(rec: BatchRecord) -> pa.Table:
@@ -220,7 +323,6 @@ def _row_table(rec: BatchRecord) -> pa.Table:
 
 
 def _records(rows: pa.Table) -> tuple:
-    return tuple(BatchRecord(r["batch"], r["phase"],
-                             {k: tuple(v) for k, v in json.loads(r["ranges"]).items()},
-                             json.loads(r["map_versions"]), json.loads(r["stats"]), r["at"])
-                 for r in rows.to_pylist())
+    micros = rows.column("at").cast(_SCHEMA.field("at").type).cast(pa.int64()).to_pylist()
+    return tuple(map(StoredRecord, *(rows.column(c).to_pylist() for c in _SCHEMA.names[:-1]),
+                     micros))
