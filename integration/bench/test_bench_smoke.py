@@ -204,3 +204,19 @@ def test_the_floor_reports_its_median_after_a_long_history_too():
         in text, text
     short = dict(floor, history=23, history_measured=False)
     assert "batches" not in "\n".join(report._floor_md({"floor": short}))
+
+
+def test_the_history_benchmark_runs_and_reports_each_part(tmp_path):
+    """integration/bench/history.py at a tiny size: a row per part and per hundred batches
+    (the numbers are what it reports, not what this checks)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "integration/bench/history.py"),
+                           "--manifest-batches", "200", "--floor-batches", "200",
+                           "--internal-retention", "interval 2 seconds"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "| reading its records in a new process |" in out
+    assert "own tables' retention: interval 2 seconds" in out
+    assert [line.split("|")[1].strip() for line in out.splitlines()
+            if line.startswith("| 100 |") or line.startswith("| 200 |")] == ["100", "200"]
