@@ -20,6 +20,7 @@ from pyspark.errors import AnalysisException
 
 import viewlet
 from viewlet.engine.spark.io import arrow_frame
+from viewlet.engine.state.retention import INTERNAL_TABLE_PROPERTIES
 from tests.spark.oracle import assert_view_matches
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -203,7 +204,9 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
             work.batch()
             spark.sql("REFRESH INCREMENTAL VIEW interop")
         view = vl.ctx.load("interop")
-        tables = [view.result_path] + [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps]
+        own = [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps] + \
+            [view.manifest.path]
+        tables = [view.result_path] + own
         for path in tables:
             by_delta_spark = spark.read.format("delta").load(path)
             by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
@@ -214,6 +217,11 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
             detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
             # the lowest protocol that works: no table features a reader must know
             assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
+            # the view's own tables keep an hour of history (state/retention.py), as
+            # delta-spark reads their properties; the result table keeps Delta's defaults
+            kept = {k: detail.properties.get(k) for k in INTERNAL_TABLE_PROPERTIES}
+            assert kept == (INTERNAL_TABLE_PROPERTIES if path in own else
+                            {k: None for k in INTERNAL_TABLE_PROPERTIES}), path
     finally:
         spark.sql("DROP INCREMENTAL VIEW interop")
 
