@@ -383,7 +383,7 @@ class DeltaRsStore(TableStore):
 
     def change_rows_estimate(self, path, after_version, to_version, exact_above=None):
         # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
-        log = _commit_log(self._table(path), self.options)
+        log = _commit_log(self._table_holding(path, to_version), self.options)
         total, unknown = 0, []   # files without statistics: (path, size, whether it was added)
         for v in range(after_version + 1, to_version + 1):
             actions = log.actions(v) or []
