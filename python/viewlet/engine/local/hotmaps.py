@@ -44,8 +44,8 @@ class _Index:
         self.nulls = order[valid:]
         self.nbytes = self.sorted.nbytes + order.nbytes
 
-    def positions(self, values, has_null: bool) -> np.ndarray:
-        probe = np.unique(np.asarray(values, dtype=np.int64))
+    def positions(self, values: np.ndarray, has_null: bool) -> np.ndarray:
+        probe = np.unique(values.astype(np.int64, copy=False))
         lo = np.searchsorted(self.sorted, probe, side="left")
         hi = np.searchsorted(self.sorted, probe, side="right")
         counts = hi - lo
@@ -68,28 +68,30 @@ def _as_int64(column) -> pa.Array:
     return column.cast(pa.int64())
 
 
-def _probe_values(values: Set, t: pa.DataType) -> Optional[list]:
-    """Looked-up values as int64 for an index over a column of type t (None: unusable)."""
-    try:
-        arr = pa.array(list(values), t) if values else pa.array([], t)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    return _as_int64(arr).to_pylist()
+ValueSets = Dict[str, Tuple[pa.Array, bool]]   # key column -> (its values, NULL looked up)
 
 
-def matching_mask(rows: pa.Table, lookups: Lookups):
-    """Rows whose column c holds one of lookups[c]'s values (or NULL when asked), for every
-    c whose values convert to its type exactly; None when no column filters."""
-    mask = None
+def value_sets(lookups: Lookups, schema: pa.Schema) -> ValueSets:
+    """The looked-up values of each column as an array of the column's type, converted once
+    per lookup; a column whose values do not convert exactly filters nothing."""
+    out = {}
     for c, (values, has_null) in lookups.items():
-        if c not in rows.column_names:
+        if c not in schema.names:
             continue
-        column = rows.column(c)
+        t = schema.field(c).type
         try:
-            value_set = pa.array(list(values), column.type) if values else pa.array([], column.type)
+            out[c] = (pa.array(list(values), t) if values else pa.array([], t), has_null)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             continue
-        test = is_in(column, value_set, has_null)
+    return out
+
+
+def matching_mask(rows: pa.Table, sets: ValueSets):
+    """Rows whose column c holds one of sets[c]'s values (or NULL when asked), for every c;
+    None when no column filters."""
+    mask = None
+    for c, (values, has_null) in sets.items():
+        test = is_in(rows.column(c), values, has_null)
         mask = test if mask is None else pc.and_(mask, test)
     return mask
 
@@ -123,27 +125,28 @@ class HotMap:
     def lookup(self, lookups: Lookups) -> pa.Table:
         """The rows holding the looked-up values (a superset where a column cannot be
         compared exactly: callers join on the keys)."""
-        rest = lookups            # what the base's rows are still filtered by
+        sets = value_sets(lookups, self.schema)
+        rest = sets               # what the base's rows are still filtered by
         with self._lock:
             base, tail = self.base, list(self.tail)
-            column = next((c for c, _ in lookups.items() if c in base.column_names
-                           and _indexable(base.schema.field(c).type)), None)
+            column = next((c for c in sets if _indexable(self.schema.field(c).type)), None)
             if column is not None:
-                values = _probe_values(lookups[column][0], base.schema.field(column).type)
-                if values is not None:
-                    index = self._indexes.get(column)
-                    if index is None:
-                        index = self._indexes[column] = _Index(base.column(column))
-                    positions = index.positions(values, lookups[column][1])
-                    positions.sort()               # keep the base's (clustered) order
-                    base = base.take(pa.array(positions))
-                    # the index found exactly the rows holding the column's values
-                    rest = {c: v for c, v in lookups.items() if c != column}
-        parts = []
-        for part, by in [(base, rest)] + [(t, lookups) for t in tail]:
+                index = self._indexes.get(column)
+                if index is None:
+                    index = self._indexes[column] = _Index(base.column(column))
+                values, has_null = sets[column]
+                positions = index.positions(_as_int64(values).to_numpy(), has_null)
+                positions.sort()               # keep the base's (clustered) order
+                base = base.take(pa.array(positions))
+                # the index found exactly the rows holding the column's values
+                rest = {c: v for c, v in sets.items() if c != column}
+        # the tail (the deltas applied since the last fold) filtered as one table
+        parts = [(base, rest)] + ([(pa.concat_tables(tail), sets)] if tail else [])
+        out = []
+        for part, by in parts:
             mask = matching_mask(part, by)
-            parts.append(part if mask is None else part.filter(mask))
-        return pa.concat_tables(parts)
+            out.append(part if mask is None else part.filter(mask))
+        return pa.concat_tables(out)
 
     def apply(self, delta: pa.Table, version: int):
         """The map after a batch committed `delta` as Delta `version`."""
