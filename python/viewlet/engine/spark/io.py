@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 
 from ...storage.arrow import plain_types
 from ...storage.base import Snapshot, TableStore
+from .files import session_setting
 
 
 def spark_schema(arrow_schema: pa.Schema) -> StructType:
@@ -78,14 +79,8 @@ def _listed_on_driver(spark: SparkSession, files: Sequence[str]):
         if before is not None and int(before) >= len(files):
             yield
             return
-        spark.conf.set(_LISTING, str(len(files)))
-        try:
+        with session_setting(spark, _LISTING, str(len(files))):
             yield
-        finally:
-            if before is None:
-                spark.conf.unset(_LISTING)
-            else:
-                spark.conf.set(_LISTING, before)
 
 
 def _without_deleted(spark: SparkSession, df: DataFrame, snap: Snapshot) -> DataFrame:
