@@ -4,6 +4,8 @@ delta-rs last brought it up to date; everything else is brought up to date by de
 Another process's commit is always seen."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -75,3 +77,34 @@ def test_a_table_viewlet_does_not_own_is_always_brought_up_to_date(tmp_path, upd
     reader.version(path)
     reader.version(path)
     assert len(updates) == 2                 # every read after the first, which opened it
+
+
+def _on_other_thread(work):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+def test_a_commit_on_another_thread_gives_this_threads_version_without_an_update(
+        tmp_path, updates):
+    """Each thread keeps handles of its own; a commit of this process on another thread
+    (a batch's map writes, its manifest rows) is the latest version for every thread."""
+    path, _, store = _owned_table(tmp_path)
+    assert store.version(path) == 0
+    assert _on_other_thread(lambda: store.add_rows(path, ROWS, Txn("viewlet:test", 1))) == 1
+    before = len(updates)
+    assert store.version(path) == 1           # without bringing this thread's handle up
+    assert len(updates) == before
+    # this thread's reads of that version follow the commit on its kept handle
+    assert store.read_arrow(path, 1).num_rows == 2
+    # another process's commit after it is seen at once
+    DeltaRsStore().add_rows(path, ROWS, Txn("viewlet:test", 2))
+    assert store.version(path) == 2
+
+
+def test_a_dropped_tables_known_version_is_forgotten(tmp_path):
+    path, _, store = _owned_table(tmp_path)
+    store.add_rows(path, ROWS, Txn("viewlet:test", 1))
+    assert store.version(path) == 1
+    store.drop(path)
+    DeltaRsStore().create(path, ROWS)         # the same path again, from version 0
+    assert store.version(path) == 0

@@ -13,6 +13,7 @@ from typing import Callable, Dict, Optional
 from ...frontend.subqueries import TOO_MANY_ROWS
 from ..batch import drift
 from ..maintain.apply import apply_batch
+from ..maintain.writes import on_manifest_thread_now
 from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state import lease
@@ -79,7 +80,8 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
                 planned.settle()
             stats.seconds["total"] = time.perf_counter() - t0
             stats.result_version = ctx.store.version(view.result_path)
-            manifest.commit(record, stats.to_json())
+            row = stats.to_json()
+            on_manifest_thread_now(lambda: manifest.commit(record, row))
             faults.point("batch.committed")
         # both batches this REFRESH applied when it re-ran an interrupted one first
         changes, rows = (a + b for a, b in zip(stats.applied(), recovered_stats.applied()))
@@ -115,7 +117,7 @@ def _take_over(view: LoadedView, planned: BatchRecord,
         stats.seconds["total"] = time.perf_counter() - t0      # the re-run's time
         stats.result_version = view.ctx.store.version(view.result_path)
         row = stats.to_json()
-        view.manifest.commit(planned, row)
+        on_manifest_thread_now(lambda: view.manifest.commit(planned, row))
     lease.clear(view, planned.batch)
     return BatchRecord(planned.batch, "committed", planned.ranges, planned.map_versions, row)
 

@@ -2,7 +2,7 @@
 
 The planned row (ranges and map versions, with the plan transaction that lets one of two
 concurrent planners win) must be durable before the batch writes anything; nothing before
-the first write needs it. So the row's commit runs on a commit thread (maintain/writes.py)
+the first write needs it. So the row's commit runs on the manifest's thread (maintain/writes.py)
 while the statement's thread reads the change feeds and computes the deltas, and the batch
 waits for it just before its first write (`wait`). A batch another refresher planned first
 computed for nothing: `wait` raises NotPlanned and the refresher starts over, as when its
@@ -14,7 +14,7 @@ from __future__ import annotations
 from concurrent.futures import wait as wait_all
 from typing import Optional
 
-from ..maintain.writes import in_background
+from ..maintain.writes import on_manifest_thread
 from ..runtime import faults
 from ..state.manifest import BatchRecord, Manifest
 
@@ -25,7 +25,7 @@ class NotPlanned(Exception):
 
 class PlannedRow:
     def __init__(self, manifest: Manifest, record: BatchRecord):
-        self._future = in_background(
+        self._future = on_manifest_thread(
             lambda: manifest.plan(record.batch, record.ranges, record.map_versions))
         self._planned: Optional[bool] = None
 
