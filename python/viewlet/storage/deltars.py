@@ -112,13 +112,13 @@ def _committing(path: str, fn):
 #: append took 3-4 ms with a checkpoint every 10 commits, 3-9 ms with one every 100).
 OWN_TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 
-#: A kept handle of a local table only Viewlet writes, brought up to date by delta-rs less
-#: than this long ago, is taken as the latest while the log has no entry after its version:
-#: one stat of a file where delta-rs reads the log (about 0.5 ms, some ten times a batch).
-#: Commits are numbered without gaps, so a missing next entry means no later one, except
-#: where log cleanup removed entries older than the table's log retention (an hour for a
-#: view's own tables, engine/state/retention.py; 30 days by default), which must stay far
-#: above this: a handle older than this is brought up to date by delta-rs.
+#: A version of a local table only Viewlet writes, which a thread of this process committed
+#: or brought a handle to less than this long ago, is taken as the latest while the log has
+#: no entry after it: one stat of a file where delta-rs reads the log (about 0.5 ms, some ten
+#: times a batch). Commits are numbered without gaps, so a missing next entry means no later
+#: one, except where log cleanup removed entries older than the table's log retention (an
+#: hour for a view's own tables, engine/state/retention.py; 30 days by default), which must
+#: stay far above this: a version known for longer is asked of delta-rs again.
 FRESH_HANDLE_SECONDS = 60.0
 _clock = time.monotonic
 
@@ -196,10 +196,11 @@ class DeltaRsStore(TableStore):
 
     def _known_latest(self, path: str) -> Optional[int]:
         """The latest version of an owned local table as some thread of this process
-        committed or read it, when that is fresh and the log has no entry after it (the
-        argument of _surely_latest). Each thread keeps handles of its own, and a batch's
-        commits run on several threads: the version is known without bringing this
-        thread's handle up to date (about 3 ms of log reading each time)."""
+        committed or read it, when that was less than FRESH_HANDLE_SECONDS ago and the log
+        has no entry after it: one stat where delta-rs reads the log. Each thread keeps
+        handles of its own, and a batch's commits run on several threads: the version is
+        known without bringing this thread's handle up to date (about 3 ms of log reading
+        each time)."""
         with self._lock:
             seen = self._latest.get(path)
         if seen is None or _clock() - seen[1] > FRESH_HANDLE_SECONDS:
@@ -234,24 +235,15 @@ class DeltaRsStore(TableStore):
 
     def _surely_latest(self, path: str, dt) -> bool:
         """Whether a kept handle is at the table's latest version without asking delta-rs
-        (FRESH_HANDLE_SECONDS): an owned local table whose handle was brought up to date
-        recently, with no log entry after its version."""
-        local = _local_path(path)
-        if local is None or not self._owned_path(path):
-            return False
-        updated = self._local.__dict__.get("updated", {}).get(path)
-        if updated is None or _clock() - updated > FRESH_HANDLE_SECONDS:
-            return False
-        return not os.path.exists(os.path.join(local, "_delta_log",
-                                               f"{dt.version() + 1:020d}.json"))
+        (_known_latest)."""
+        return self._known_latest(path) == dt.version()
 
     def _owned_path(self, path: str) -> bool:
         return any(path.startswith(p) for p in self._owned)
 
     def _remember(self, path: str, dt) -> None:
-        """When a kept handle was brought up to date (see _surely_latest); the commit a kept
-        handle of another writer's table stands at (see _same_table)."""
-        self._local.__dict__.setdefault("updated", {})[path] = _clock()
+        """A kept handle was brought up to date: its version is the latest (_known_latest);
+        for another writer's table, the commit the handle stands at (see _same_table)."""
         if self._owned_path(path):
             self._note_latest(path, dt.version())
             return
