@@ -17,23 +17,23 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterator, List, Optional, Sequence, TypeVar
+from typing import Callable, Dict, Iterator, List, Sequence, TypeVar
 
 T = TypeVar("T")
 
 #: commits running at once; each is mostly waiting on files, so more than the cores
 WRITERS = 4
 
-_pool: Optional[ThreadPoolExecutor] = None
+_pools: Dict[str, ThreadPoolExecutor] = {}    # thread name prefix -> its pool
 _lock = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
+def _executor(name: str = "viewlet-commit", threads: int = WRITERS) -> ThreadPoolExecutor:
+    """The process's pool of `threads` threads named `name` (made on first use)."""
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="viewlet-commit")
-        return _pool
+        if name not in _pools:
+            _pools[name] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        return _pools[name]
 
 
 class SideBySide:
@@ -61,22 +61,13 @@ class SideBySide:
         wait(self._futures)
 
 
-_manifest_pool: Optional[ThreadPoolExecutor] = None
-
-
 def on_manifest_thread(work: Callable[[], T]) -> Future:
     """Run a commit of a view's manifest on the one thread that commits every manifest row
     of the process (a batch's planned row while it computes: ops/planning.py; its committed
     row after). That thread's handle of a manifest follows its own commits; rows committed
     from two threads made each bring its handle up to date at every batch (about 3 ms of log
     reading each). The caller waits for it before it goes on."""
-    global _manifest_pool
-    with _lock:
-        if _manifest_pool is None:
-            _manifest_pool = ThreadPoolExecutor(max_workers=1,
-                                                thread_name_prefix="viewlet-manifest")
-        pool = _manifest_pool
-    return pool.submit(work)
+    return _executor("viewlet-manifest", 1).submit(work)
 
 
 def on_manifest_thread_now(work: Callable[[], T]) -> T:

@@ -261,7 +261,8 @@ class Manifest:
                 return False
             self._remember(self.store.version(self.path), version)
         if keep_short_history(self.store, self.path):
-            self._remember(self.store.version(self.path), self.store.version(self.path) - 1)
+            now = self.store.version(self.path)
+            self._remember(now, now - 1)
         self.store.vacuum(self.path, version)
         return True
 
