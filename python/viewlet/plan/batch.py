@@ -380,7 +380,8 @@ def _packed(plan: Phase, summed: bool = False) -> str:
         for j, (col, t) in enumerate(b.keys):
             own[b.slots[col]] = f"CAST({q(f'g{j}')} AS {t})"
         for i, m in enumerate(b.members):
-            value = f"SUM({q(f'v{i}')})" if summed else q(f'v{i}')
+            # a sum over NULLs only is 0, as a map's rows summed anywhere else
+            value = f"COALESCE(SUM({q(f'v{i}')}), 0)" if summed else q(f'v{i}')
             own[b.slots[m.out]] = f"CAST({value} AS {b.types[m.out]})"
         cols = [f"{own[c]} AS {q(c)}" if c in own else f"CAST(NULL AS {t}) AS {q(c)}"
                 for c, t in columns]
