@@ -145,8 +145,8 @@ class _PlanSource(AtomSource):
     leaves holding what an earlier phase collected."""
 
     def __init__(self, view, sb: SqlBuilder, processed: Set[str], pending: Dict[str, List[object]],
-                 refs: Dict[str, int]):
-        self.view, self.sb = view, sb
+                 refs: Dict[str, int], fresh: bool = False):
+        self.view, self.sb, self.fresh = view, sb, fresh
         self.processed = set(processed)
         self.pending = {k: list(v) for k, v in pending.items()}
         self.refs = refs
@@ -160,11 +160,14 @@ class _PlanSource(AtomSource):
     def map(self, name, lookups: Optional[Lookups] = None):
         leaf = Leaf("map", name, freeze_lookups(lookups))
         pieces = self.pending.get(name)
+        if self.fresh and not pieces:
+            raise ValueError(f"map {name} is read before a trigger of the load computed it")
         if not pieces:
             return leaf
         schema = self.view.map_schema(name)
         cols = ", ".join(q(c) for c in schema.keys + list(schema.values))
-        parts = [f"SELECT {cols} FROM {self.sb.frame(leaf)}"]
+        # a fresh plan's maps are empty at its start: only what earlier triggers computed
+        parts = [] if self.fresh else [f"SELECT {cols} FROM {self.sb.frame(leaf)}"]
         for rel, piece, _ in pieces:
             self.refs[rel] = self.refs.get(rel, 0) + 1
             parts.append(piece if isinstance(piece, str) else f"SELECT {cols} FROM {self.sb.frame(piece)}")
@@ -200,19 +203,22 @@ def _union_origins(lists: List[List[Optional[frozenset]]]) -> Optional[List[Opti
 MAX_PENDING_READS = 2
 
 
-def build_plan(view, changed: Sequence[str], active: Sequence[str]) -> BatchPlan:
+def build_plan(view, changed: Sequence[str], active: Sequence[str],
+               fresh: bool = False) -> BatchPlan:
     """The batch's SQL for relations `changed` (in trigger order), of which `active` have a
     non-empty delta: one phase, or one per trigger when later triggers would recompute an
-    earlier trigger's deltas too often."""
+    earlier trigger's deltas too often. `fresh`: every map is empty at the plan's start (a
+    staged load, compiler/staged_load.py): maps are read only as earlier triggers computed
+    them, summed by key in a phase of their own."""
     refs: Dict[str, int] = {}
-    parts, targets = _build_plan(view, changed, active, False, refs)
-    if any(n > MAX_PENDING_READS for n in refs.values()):
+    parts, targets = _build_plan(view, changed, active, fresh, refs, fresh)
+    if not fresh and any(n > MAX_PENDING_READS for n in refs.values()):
         parts, targets = _build_plan(view, changed, active, True, {})
     # parsed only now, once: the texts of the plan chosen
     return BatchPlan([phase for p in parts for phase in _queries(*p)], targets)
 
 
-def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]):
+def _build_plan(view, changed, active, split: bool, refs: Dict[str, int], fresh: bool = False):
     """The plan's phases as texts: (leaves, CTEs, blocks, triggers) each; the maps written."""
     program: Program = view.compiled.program
     phases: List[tuple] = []
@@ -231,7 +237,7 @@ def _build_plan(view, changed, active, split: bool, refs: Dict[str, int]):
         if rel not in active:
             processed.add(rel)
             continue
-        source = _PlanSource(view, sb, processed, pending, refs)
+        source = _PlanSource(view, sb, processed, pending, refs, fresh)
         members: List[Tuple[object, Select]] = []
         for s in program.statements_for(rel):
             for mono in s.rhs.monomials:

@@ -124,10 +124,17 @@ class DistributedTarget(Target):
         schema = view.map_schema(name)
         return sum_by_keys(union_all(pieces), schema.keys, schema.values)
 
+    def _summed_already(self, name: str, pieces: List[DataFrame]) -> bool:
+        """One row per key already: a map load's block the phase summed by these keys."""
+        return self.summed and len(pieces) == 1 and name not in self._unsummed
+
+    def carried(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
+        # a load's later round reads the staged rows as they are, without another shuffle
+        return pieces[0] if self._summed_already(name, pieces) else self.sum(view, name, pieces)
+
     def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
-        if self.summed and len(pieces) == 1 and name not in self._unsummed:
-            # one row per key already (the phase summed its block by these keys): a map
-            # load's rows are written as they are, without another shuffle
+        if self._summed_already(name, pieces):
+            # a map load's rows are written as they are, without another shuffle
             return pieces[0]
         total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(total)

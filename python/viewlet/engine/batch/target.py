@@ -91,6 +91,10 @@ class Target(ABC):
         """Map `name`'s delta for the whole batch."""
         return self.sum(view, name, pieces)
 
+    def carried(self, view, name: str, pieces: list):
+        """What later phases read of map `name`'s delta from a trigger: its pieces summed."""
+        return self.sum(view, name, pieces)
+
     def __enter__(self) -> "Target":
         return self
 
@@ -115,7 +119,7 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
             for name, rows in phase_pieces.items():
                 key = (name, phase.relations[-1])     # a trigger may take several queries
                 collected.setdefault(key, []).extend(rows)
-                target.leaves.pending[key] = target.sum(view, name, collected[key])
+                target.leaves.pending[key] = target.carried(view, name, collected[key])
         for name, rows in phase_pieces.items():
             pieces.setdefault(name, []).extend(rows)
         clock("split", time.perf_counter() - t0)

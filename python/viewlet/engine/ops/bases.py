@@ -66,13 +66,16 @@ def _turn_on_change_feeds(ctx, name: str, tables, consent: Optional[bool]):
         ctx.store.enable_change_feed(t.id)
 
 
-def base_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> int:
-    """Rows of the base tables at the versions a view is loaded at (from Delta statistics;
-    a table without them counts as large)."""
-    total = 0
+def relation_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> Dict[str, int]:
+    """Each relation's rows at the version the view is loaded at (from Delta statistics;
+    a table without them counts as UNKNOWN_ROWS)."""
+    out = {}
     for rel, version in versions.items():
         snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
-        if snap.stats is None:
-            return UNKNOWN_ROWS
-        total += sum(s.rows or 0 for s in snap.stats)
-    return total
+        out[rel] = UNKNOWN_ROWS if snap.stats is None else sum(s.rows or 0 for s in snap.stats)
+    return out
+
+
+def total_rows(each: Dict[str, int]) -> int:
+    """All relations' rows (`relation_rows`), UNKNOWN_ROWS when any has no statistics."""
+    return min(UNKNOWN_ROWS, sum(each.values()))

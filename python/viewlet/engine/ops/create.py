@@ -57,7 +57,7 @@ from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
 from ..state.view import LoadedView, Resident
 from . import probe
-from .bases import UNKNOWN_ROWS, base_rows, load_versions
+from .bases import UNKNOWN_ROWS, load_versions, relation_rows, total_rows
 from .load import (SnapshotSource, collect, create_map, create_result, executor_maps,
                    initial_map, initial_result, load_compiled, local_maps, relation_types,
                    side_by_side, staged, typed_map)
@@ -99,6 +99,7 @@ class _Plan:
     first_batch: int                  # the load's number in the view's history
     carried: Optional[pa.Table]       # the history of the view it rebuilds
     base_rows: int
+    relation_rows: Dict[str, int]     # relation -> its rows at its version (load choices)
     choice: policy.Choice             # where the maps load
     in_driver: Optional[Dict[str, pa.Table]] = None   # the maps computed by the local target
     warm: Dict[str, pa.Table] = field(default_factory=dict)   # maps to keep hot
@@ -237,10 +238,11 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
     the view's definition: typed without Spark and computed in the driver when the local
     target can (a wide join's dozens of maps cost a Spark analysis each otherwise), else
     typed by Spark's analyzer and loaded by Spark."""
-    rows = base_rows(c.ctx, c.compiled, source.versions)
+    each = relation_rows(c.ctx, c.compiled, source.versions)
+    rows = total_rows(each)
     c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
     choice = policy.for_load(c.settings, rows)
-    args = (c, source, frames, location_of, output_types, agg_types, layout, rows)
+    args = (c, source, frames, location_of, output_types, agg_types, layout, each)
     if choice.target == DISTRIBUTED:
         try:        # the maps typed here load in one plan (ops/load.py executor_maps)
             return _planned(*args, choice, typed=True)
@@ -260,8 +262,8 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
 
 
 def _planned(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
-             location_of: Callable, output_types, agg_types, layout: ResultLayout, rows: int,
-             choice: policy.Choice, typed: bool) -> _Plan:
+             location_of: Callable, output_types, agg_types, layout: ResultLayout,
+             each: Dict[str, int], choice: policy.Choice, typed: bool) -> _Plan:
     """Each map's physical columns (`typed`: by the local typer, else decided by Spark from
     the maps' queries, not yet run) or the replaced view's map it keeps; the definition."""
     ctx, compiled = c.ctx, c.compiled
@@ -300,7 +302,7 @@ def _planned(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
         old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(c.replacing.id))
         carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
     return _Plan(view, source.versions, frames, location_of, parts, source, first_batch, carried,
-                 rows, choice)
+                 total_rows(each), each, choice)
 
 
 def _carried_refresh(replacing: Optional[Entry]) -> Dict:
@@ -317,7 +319,8 @@ def _local_load(c: _Creation, plan: _Plan) -> Optional[Dict[str, pa.Table]]:
     if not plan.parts:
         return {}
     draft = LoadedView(c.ctx, plan.view.entry,
-                       Resident(load_compiled(plan.view.compiled, list(plan.parts))),
+                       Resident(load_compiled(plan.view.compiled, list(plan.parts),
+                                              plan.relation_rows)),
                        c.settings)
     n = len(plan.parts)
     c.progress.step(f"loading the {n} map(s) in the driver (1-{n}/{n + 1})")
@@ -372,7 +375,8 @@ def _load_on_executors(c: _Creation, plan: _Plan, sources) -> Dict[str, DataFram
 
     if parts and all(frame is None for frame in parts.values()):
         draft = LoadedView(ctx, plan.view.entry,
-                           Resident(load_compiled(plan.view.compiled, list(parts))),
+                           Resident(load_compiled(plan.view.compiled, list(parts),
+                                                  plan.relation_rows)),
                            c.settings)
         c.progress.step(f"computing the {len(parts)} map(s) on the executors "
                         f"(1-{len(parts)}/{len(parts) + 1})")

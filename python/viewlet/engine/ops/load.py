@@ -2,12 +2,14 @@
 query's maps): in the driver, from Spark in few jobs, or on the executors (batch/policy.py
 `for_load` says where).
 
-In the driver (`local_maps`): every map's definition is one statement of a batch plan over
-the base tables at their load versions (a one-trigger program: each map := its definition),
-run by the local target (DuckDB over Arrow, with Spark's types and rounding) when the base
-tables are within spark.viewlet.local.maxInputRows and every definition has an exact local
-translation. No Spark job and no JVM memory: a six-way join's maps at SF 0.01 (1.5 million
-rows) used to be collected into a 1g driver heap, which they outgrew.
+In the driver (`local_maps`): the maps are the staged load program's batch plan over the
+base tables at their load versions (compiler/staged_load.py: in round 0 each map := its
+definition, in later rounds maps computed from one relation joined with maps of earlier
+rounds, as that relation's trigger computes them; a phase per round), run by the local
+target (DuckDB over Arrow, with Spark's types and rounding) when the base tables are within
+spark.viewlet.local.maxInputRows and every definition has an exact local translation. No
+Spark job and no JVM memory: a six-way join's maps at SF 0.01 (1.5 million rows) used to be
+collected into a 1g driver heap, which they outgrew.
 
 From Spark (`collect`), otherwise: every map is a Spark query over the base tables at their
 load versions. Collected one query at a time, a wide join's dozens of maps cost a Spark job
@@ -41,8 +43,9 @@ from pyspark import StorageLevel
 from pyspark.util import inheritable_thread_target
 from pyspark.sql import DataFrame, functions as F
 
-from ...compiler.program import Program, Statement
+from ...compiler.staged_load import load_rounds, staged_load
 from ...frontend.spec import COUNT_COLUMN
+from ...plan.batch import BatchPlan, build_plan
 from ...plan.definitions import definition_types, spark_type_name
 from ...plan.local import types as T
 from ...plan.lower import AtomSource, SqlBuilder, lower_query, q
@@ -61,9 +64,6 @@ from ..state.program import CompiledView, normalize_value_type, relation_columns
 from ..state.retention import INTERNAL_TABLE_PROPERTIES
 from ..state.stats import BatchStats
 from ..state.tables import bind_tables
-
-#: the pseudo relation of the load program's one trigger
-LOAD = "__viewlet_load"
 
 #: the maps are collected in one Spark job when the base tables hold at most this many rows
 PACK_BELOW_ROWS = 1_000_000
@@ -141,16 +141,6 @@ def typed_map(m, relations: Dict[str, List[Tuple[str, T.SparkType]]], ansi: bool
 
 
 # -- in the driver ------------------------------------------------------------------------------
-def load_program(program: Program, names: Sequence[str]) -> Program:
-    """A program with one trigger, on LOAD, whose statements set each column of the maps
-    `names` to its definition (over base relations only): their load as one batch plan."""
-    load = Program(program.view_map, program.depth, {n: program.maps[n] for n in names})
-    for m in load.maps.values():
-        for column, definition in m.values.items():
-            load.add_statement(LOAD, Statement(m.name, column, definition, "reevaluate"))
-    return load
-
-
 def _load_record(versions: Dict[str, int]) -> BatchRecord:
     """The load's batch record: every base table read at its load version."""
     return BatchRecord(-1, "planned", {rel: (v, v) for rel, v in versions.items()}, {}, {})
@@ -158,10 +148,10 @@ def _load_record(versions: Dict[str, int]) -> BatchRecord:
 
 def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
     """Every map's rows at the base tables' `versions`, computed by the local target.
-    `view`: a view whose compiled program is the load program (load_program) and whose
+    `view`: a view whose compiled program is the load program (load_compiled) and whose
     definition holds the maps' schemas. Raises what the local target raises when it
     cannot (batch/local.py LOCAL_FAILURES): the caller loads on Spark then."""
-    plan = view.batch_plan((LOAD,), (LOAD,))
+    plan = _load_plan(view)
     record = _load_record(versions)
     with LocalTarget(view, record, {}, summed=True) as target:
         rows = run_phases(view, plan, target, BatchStats())
@@ -190,7 +180,7 @@ def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Di
     per phase whose blocks share the scans and joins of the base tables and sum their rows by
     key (a map's value columns over one join are one block), staged once as Parquet.
     `view`: as for local_maps; `base_rows` sizes the shuffles."""
-    plan = view.batch_plan((LOAD,), (LOAD,))
+    plan = _load_plan(view)
     record = _load_record(versions)
     with DistributedTarget(view, record, base_rows, summed=True) as target:
         target.bind({})
@@ -206,10 +196,18 @@ def executor_maps(view, versions: Dict[str, int], base_rows: int) -> Iterator[Di
         yield out
 
 
-def load_compiled(compiled: CompiledView, names: Sequence[str]) -> CompiledView:
-    """`compiled` with the load program of its maps `names` (local_maps' view)."""
-    return CompiledView(compiled.spec, load_program(compiled.program, list(names)),
+def load_compiled(compiled: CompiledView, names: Sequence[str],
+                  rows: Optional[Dict[str, int]] = None) -> CompiledView:
+    """`compiled` with the staged load program of its maps `names` (local_maps' view;
+    compiler/staged_load.py); `rows`: each relation's rows, for its choices."""
+    return CompiledView(compiled.spec, staged_load(compiled.program, list(names), rows),
                         compiled.depth)
+
+
+def _load_plan(view) -> BatchPlan:
+    """The batch plan of a load program: its rounds in order, every map empty at the start."""
+    rounds = load_rounds(view.compiled.program)
+    return build_plan(view, rounds, rounds, fresh=True)
 
 
 # -- from Spark -------------------------------------------------------------------------------
