@@ -4,6 +4,7 @@ HISTORY, EXPLAIN and DESCRIBE say about it. Every batch is checked against Spark
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import unquote, urlparse
 
 import pytest
@@ -392,8 +393,14 @@ def test_map_deltas_summed_by_duckdb_stay_exact(spark, vl, tmp_path, auto, monke
         query = SHAPES[shape]
     view = f"ds_{shape}"
     spark.sql(f"CREATE INCREMENTAL VIEW {view} WITH (engine = 'local') AS {query}")
+    read = {t for t in work.paths if re.search(rf"\b{t}\.", query)}
+    seen.clear()       # the load's own sums are not what this test is about
     try:
-        _batches(spark, work, view, query, 3)
+        for _ in range(3):
+            while not read & set(work.batch()):      # a batch the view has changes in
+                pass
+            spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
+            assert_view_matches(spark, view, query)
         assert seen, "no delta was summed by DuckDB"
     finally:
         spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")

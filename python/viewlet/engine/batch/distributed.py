@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, functions as F
 
-from ...plan.batch import Block, Member, Phase, TAG
+from ...plan.batch import Phase, TAG
 from ...plan.lower import q
 from ..spark.changes import change_frame
 from ..spark.files import timestamps_as_micros
@@ -50,7 +50,7 @@ class DistributedTarget(Target):
     def __init__(self, view, record, change_rows: int, summed: bool = False):
         self.view, self.record = view, record
         self.summed = summed          # blocks summed by key in the phase's query (a load)
-        self._unsummed = set()        # maps whose rows may repeat a key in a summed piece
+        self.unsummed = set()         # maps whose rows may repeat a key in a summed piece
         self._origins: Dict[str, List[Tuple[int, int]]] = {}   # map -> (phase, block tag)
         self._staged: List[DataFrame] = []                      # each phase's packed rows
         self._block_rows: Dict[int, Dict[int, int]] = {}        # phase -> tag -> rows
@@ -100,8 +100,7 @@ class DistributedTarget(Target):
             rows = packed.where(F.col(TAG) == F.lit(b.tag))
             for members in sharing_rows(b):     # one copy of the rows per group
                 keys, values = member_columns(view, b, members)
-                if self.summed and not _one_row_per_key(view, b, members[0]):
-                    self._unsummed.add(members[0].target)
+                self.note_summed(view, b, members[0])
                 items = [f"CAST({q(s.packed) if s.packed is not None else 'NULL'} AS {s.type}) "
                          f"AS {q(s.column)}" for s in keys + values]
                 pieces.setdefault(members[0].target, []).append(rows.selectExpr(*items))
@@ -124,29 +123,14 @@ class DistributedTarget(Target):
         schema = view.map_schema(name)
         return sum_by_keys(union_all(pieces), schema.keys, schema.values)
 
-    def _summed_already(self, name: str, pieces: List[DataFrame]) -> bool:
-        """One row per key already: a map load's block the phase summed by these keys."""
-        return self.summed and len(pieces) == 1 and name not in self._unsummed
-
     def carried(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
         # a load's later round reads the staged rows as they are, without another shuffle
-        return pieces[0] if self._summed_already(name, pieces) else self.sum(view, name, pieces)
+        return pieces[0] if self.summed_already(name, pieces) else self.sum(view, name, pieces)
 
     def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
-        if self._summed_already(name, pieces):
+        if self.summed_already(name, pieces):
             # a map load's rows are written as they are, without another shuffle
             return pieces[0]
         total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(total)
         return total
-
-
-def _one_row_per_key(view, block: Block, member: Member) -> bool:
-    """Whether a summed block's rows hold each key of `member`'s map once: the map's keys
-    are all of the block's keys, of the same types (a cast could merge two keys)."""
-    types = dict(block.keys)
-    schema = view.map_schema(member.target)
-    columns = [block.key_column(k) for k in member.keys]
-    return len(columns) == len(block.keys) and sorted(columns) == sorted(types) and \
-        all(types[col].lower() == key_type.lower()
-            for col, key_type in zip(columns, schema.key_types))

@@ -55,6 +55,7 @@ class LocalTarget(ArrowTarget):
 
     def __init__(self, view, record, deltas: Dict[str, pa.Table], summed: bool = False):
         self.view, self.summed = view, summed
+        self.unsummed = set()         # maps whose rows may repeat a key in a summed piece
         self.leaves = ArrowLeaves(view, record, deltas)
 
     def execute(self, phase: Phase) -> pa.Table:
