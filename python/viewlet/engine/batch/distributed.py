@@ -123,14 +123,9 @@ class DistributedTarget(Target):
         schema = view.map_schema(name)
         return sum_by_keys(union_all(pieces), schema.keys, schema.values)
 
-    def carried(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
-        # a load's later round reads the staged rows as they are, without another shuffle
-        return pieces[0] if self.summed_already(name, pieces) else self.sum(view, name, pieces)
-
     def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
         if self.summed_already(name, pieces):
-            # a map load's rows are written as they are, without another shuffle
-            return pieces[0]
+            return self.carried(view, name, pieces)     # written as staged: no shuffle
         total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(total)
         return total

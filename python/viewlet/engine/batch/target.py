@@ -91,11 +91,20 @@ class Target(ABC):
 
     def total(self, view, name: str, pieces: list):
         """Map `name`'s delta for the whole batch."""
-        return self.sum(view, name, pieces)
+        return self.carried(view, name, pieces)
 
     def carried(self, view, name: str, pieces: list):
-        """What later phases read of map `name`'s delta from a trigger: its pieces summed."""
+        """What later phases read of map `name`'s delta from a trigger: its pieces summed,
+        or a map load's one block summed by the map's keys as it is (`summed_already`: the
+        driver's sums of rows DuckDB had summed were most of a local load, TPC-H Q5 at
+        SF 0.1; on the executors a shuffle each)."""
+        if self.summed_already(name, pieces):
+            return self.as_summed(view, name, pieces[0])
         return self.sum(view, name, pieces)
+
+    def as_summed(self, view, name: str, rows):
+        """A summed block's rows of map `name` as the map's rows."""
+        return rows
 
     def note_summed(self, view, block: Block, member: Member) -> None:
         """In a summed phase, remember the map of `member` when its rows of `block` may
@@ -173,25 +182,14 @@ class ArrowTarget(Target):
         values = list(schema.values)
         return sum_by_key(pa.concat_tables(pieces), schema.keys, values, values)
 
-    def carried(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
-        return _filled(view, name, pieces[0]) if self.summed_already(name, pieces) else \
-            self.sum(view, name, pieces)
-
-    def total(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
-        # a map load's block summed by the map's keys is its rows (the driver's single-
-        # threaded sums of them were most of a local load: TPC-H Q5 at SF 0.1)
-        return _filled(view, name, pieces[0]) if self.summed_already(name, pieces) else \
-            self.sum(view, name, pieces)
-
-
-def _filled(view, name: str, rows: pa.Table) -> pa.Table:
-    """A map's summed rows with a value no member wrote (NULL) as 0, as a sum gives it."""
-    for column in view.map_schema(name).values:
-        values = rows.column(column)
-        if values.null_count:
-            rows = rows.set_column(rows.schema.get_field_index(column), column,
-                                   pc.fill_null(values, pa.scalar(0, values.type)))
-    return rows
+    def as_summed(self, view, name: str, rows: pa.Table) -> pa.Table:
+        """A value no member wrote (NULL) as 0, as a sum gives it."""
+        for column in view.map_schema(name).values:
+            values = rows.column(column)
+            if values.null_count:
+                rows = rows.set_column(rows.schema.get_field_index(column), column,
+                                       pc.fill_null(values, pa.scalar(0, values.type)))
+        return rows
 
 
 def one_row_per_key(view, block: Block, member: Member) -> bool:
