@@ -92,9 +92,11 @@ def _linear_in(m: MapDef, rel: str) -> bool:
     """Every monomial of every column of `m` holds relation `rel` once, as a factor, and no
     nested aggregate, domain or group set of it reads `rel`."""
     for query in m.values.values():
+        if any(isinstance(a, DeltaRel) for a in walk_atoms(query)):
+            return False
         for mono in query.monomials:
             own = [a for a in mono.atoms if isinstance(a, Rel) and a.table == rel]
-            if len(own) != 1 or any(isinstance(a, DeltaRel) for a in walk_atoms(query)):
+            if len(own) != 1:
                 return False
             for a in mono.atoms:
                 if isinstance(a, (Nested, Domain, Groups)) and rel in a.query.relations():
