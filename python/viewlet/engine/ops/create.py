@@ -98,11 +98,14 @@ class _Plan:
     source: SnapshotSource
     first_batch: int                  # the load's number in the view's history
     carried: Optional[pa.Table]       # the history of the view it rebuilds
-    base_rows: int
     relation_rows: Dict[str, int]     # relation -> its rows at its version (load choices)
     choice: policy.Choice             # where the maps load
     in_driver: Optional[Dict[str, pa.Table]] = None   # the maps computed by the local target
     warm: Dict[str, pa.Table] = field(default_factory=dict)   # maps to keep hot
+
+    @property
+    def base_rows(self) -> int:
+        return total_rows(self.relation_rows)
 
     @property
     def txn(self):
@@ -302,7 +305,7 @@ def _planned(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame],
         old_manifest = Manifest(ctx.store, ctx.layout.manifest_table(c.replacing.id))
         carried, first_batch = old_manifest.rows(), old_manifest.next_batch()
     return _Plan(view, source.versions, frames, location_of, parts, source, first_batch, carried,
-                 total_rows(each), each, choice)
+                 each, choice)
 
 
 def _carried_refresh(replacing: Optional[Entry]) -> Dict:
