@@ -89,8 +89,10 @@ def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp
                                                                    monkeypatch):
     """A batch whose maps the driver holds in memory, or can hold (they fit the hot-map
     budget together: the first local batch reads them whole), runs locally although they
-    hold more rows than spark.viewlet.local.maxInputRows; when they do not fit, their rows
-    count and the batch runs on Spark. Exact either way."""
+    hold more rows than spark.viewlet.local.maxInputRows. When they do not fit, the batch's
+    lookups are read first and count the rows they keep: a batch of two keys still runs
+    locally, and runs on Spark once what its lookups keep passes the limit. Each lookup is
+    read once, whichever target runs it. Exact every time."""
     import pyarrow as pa
     from deltalake import write_deltalake
     import viewlet
@@ -105,22 +107,27 @@ def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp
     spark.sql(f"CREATE INCREMENTAL VIEW tg_held AS {query}")
     view = vl.ctx.load("tg_held")
     map_paths = [view.map_path(m) for m in view.definition.maps]
-    spark.conf.set(settings.MAX_ROWS_CONF, "100")        # the maps alone hold more
     try:
-        for budget, engine in ((vl.ctx.hot_maps.budget, "local"), (1, "spark")):
+        cases = ((vl.ctx.hot_maps.budget, 100, "local", "map rows held in memory"),
+                 (1, 100, "local", "its lookups keep 2 of their maps' 2,000 rows"),
+                 (1, 3, "spark", "its lookups keep 2 of their maps' 2,000 rows"))
+        for budget, limit, engine, reason in cases:
+            spark.conf.set(settings.MAX_ROWS_CONF, str(limit))   # the maps alone hold more
             monkeypatch.setattr(vl.ctx.hot_maps, "budget", budget)
             for path in map_paths:                       # none hot: read from Delta
                 vl.ctx.hot_maps.evict(path)
-            write_deltalake(paths["ht"], pa.table({"k": [5, 2500], "v": [3, 4]}), mode="append")
+            write_deltalake(paths["ht"], pa.table({"k": [5, 1500], "v": [3, 4]}), mode="append")
             spark.sql("REFRESH INCREMENTAL VIEW tg_held")
             assert_view_matches(spark, "tg_held", query)
             stats = _last(vl, "tg_held")
             assert stats["engine"] == engine, stats
-            if engine == "local":
-                assert "map rows held in memory" in stats["engine_reason"], stats
-                assert any(vl.ctx.hot_maps.peek(p) is not None for p in map_paths)
-            else:
-                assert settings.MAX_ROWS_CONF in stats["engine_reason"], stats
+            assert reason in stats["engine_reason"], stats
+            held = [vl.ctx.hot_maps.peek(p) is not None for p in map_paths]
+            assert any(held) if budget > 1 else not any(held)
+            if budget == 1:
+                read = [(r[0], r[5]) for r in stats["map_reads"]]      # MapRead.to_json
+                assert len(read) == len(set(r[0] for r in read)) == 1, read
+                assert read[0][1] == 2 and stats["seconds"]["bind"] > 0, stats
     finally:
         spark.conf.unset(settings.MAX_ROWS_CONF)
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_held")

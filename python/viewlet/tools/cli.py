@@ -519,6 +519,9 @@ def _bench_parser(sub):
     b.add_argument("--label", default="", help="a name for this run in the report")
     b.add_argument("--seed", type=int, default=1, help="update stream seed (default 1)")
     b.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g)")
+    b.add_argument("--conf", action="append", default=[], type=_conf_option, metavar="KEY=VALUE",
+                   help="a Spark setting of the benchmark's session (repeatable), e.g. "
+                        "spark.viewlet.local.memory=64m")
 
 
 def _bench(args, argv: List[str]) -> int:
@@ -544,7 +547,7 @@ def _bench(args, argv: List[str]) -> int:
         warmup=args.warmup, views=views, depths=args.depths, engines=args.engines,
         baselines=args.baselines,
         check=args.check or bench.CheckPolicy(), out=out, warehouse=args.warehouse,
-        seed=args.seed, driver_memory=args.driver_memory, label=args.label,
+        seed=args.seed, driver_memory=args.driver_memory, conf=args.conf, label=args.label,
         floor_history=args.floor_history,
         command="python -m viewlet " + " ".join(shlex.quote(a) for a in argv))
     try:

@@ -36,13 +36,20 @@ class LeafReader:
 
     load = False
 
-    def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table]):
+    def __init__(self, view, record: BatchRecord, deltas: Dict[str, pa.Table],
+                 looked_up: Optional["LeafReader"] = None):
+        """`looked_up`: a reader of the same batch whose lookups this one keeps (the policy
+        counts what a batch's lookups keep before it picks the target)."""
         self.view, self.record, self.deltas = view, record, deltas
         self.pending: Dict[Tuple[str, str], pa.Table] = {}   # (map, trigger) -> its delta
         self.reads: List[MapRead] = []            # what each map read cost
         self.matched: Dict[Leaf, pa.Table] = {}   # map leaf read by lookup -> its rows
         self.restricted: Dict[Leaf, object] = {}  # ... -> the files they were read from
         self.read_of: Dict[Leaf, MapRead] = {}    # ... -> its entry in `reads`
+        if looked_up is not None:
+            self.reads = list(looked_up.reads)
+            self.matched, self.restricted = dict(looked_up.matched), dict(looked_up.restricted)
+            self.read_of = dict(looked_up.read_of)
 
     def pending_rows(self, leaf: Leaf) -> pa.Table:
         empty = self.view.map_arrow_schema(leaf.name).empty_table()
@@ -119,8 +126,9 @@ class LeafReader:
 class SparkLeaves(LeafReader):
     """Leaves as DataFrames; the batch's own rows staged as Parquet files in `scratch`."""
 
-    def __init__(self, view, record, deltas, scratch: str, spark):
-        super().__init__(view, record, deltas)
+    def __init__(self, view, record, deltas, scratch: str, spark,
+                 looked_up: Optional[LeafReader] = None):
+        super().__init__(view, record, deltas, looked_up)
         self.scratch, self.spark = scratch, spark       # the session the batch query runs in
         self.files = 0
 

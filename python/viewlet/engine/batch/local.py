@@ -8,7 +8,7 @@ naming the construct; the policy then sends the view's batches to Spark (batch/p
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,7 @@ from ...plan.local.types import NotLocal
 from ...plan.lower import q
 from ..local.executor import LocalEngineError
 from ..state.settings import LOCAL
-from .leaves import ArrowLeaves, leaf_columns
+from .leaves import ArrowLeaves, LeafReader, leaf_columns
 from .result_sql import COPIES, multiset_params, result_rows_sql
 from .target import ArrowTarget
 from .window_sql import window_input_types, window_sql
@@ -49,14 +49,16 @@ class LocalTarget(ArrowTarget):
     LocalEngineError, ... when it cannot: LOCAL_FAILURES). `summed`: each block's rows summed
     by its keys in the query (Phase.summed_tree): a map load, whose blocks read whole base
     tables into few keys; a batch's blocks mostly hold one row per key already, and the extra
-    GROUP BY cost TPC-H Q10 more than the driver's sums it saved."""
+    GROUP BY cost TPC-H Q10 more than the driver's sums it saved. `looked_up`: lookups
+    already read (batch/policy.py `choose`)."""
 
     name = LOCAL
 
-    def __init__(self, view, record, deltas: Dict[str, pa.Table], summed: bool = False):
+    def __init__(self, view, record, deltas: Dict[str, pa.Table], summed: bool = False,
+                 looked_up: Optional[LeafReader] = None):
         self.view, self.summed = view, summed
         self.unsummed = set()         # maps whose rows may repeat a key in a summed piece
-        self.leaves = ArrowLeaves(view, record, deltas)
+        self.leaves = ArrowLeaves(view, record, deltas, looked_up)
 
     def execute(self, phase: Phase) -> pa.Table:
         sql = local_sql(self.view, phase, self.summed)

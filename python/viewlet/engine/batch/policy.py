@@ -18,11 +18,15 @@ too large to pass through the driver. The rules, each a function below:
     Spark's exact results (a function without a checked equivalent, a cast whose rounding
     differs, ...): Spark, naming the construct. `engine = 'local'`: local. `auto` (the
     default): local when the rows the batch reads (its changes, maps and base tables read
-    whole, the files its lookups read) are at most spark.viewlet.local.maxInputRows
+    whole, the maps it reads by lookup) are at most spark.viewlet.local.maxInputRows
     (default 10,000,000), else Spark. Maps held in memory count no rows: hot ones, and
     the batch's maps when they fit the hot-map budget together (the first local batch
     reads them whole, later ones find them hot; counted, a large database's maps kept
-    every batch on Spark, which never makes a map hot).
+    every batch on Spark, which never makes a map hot). When that bound passes the limit,
+    the lookups of the maps not held are read (both targets read them in the driver, a
+    few files at a time, and the target keeps what was read) and count the rows they
+    keep: a batch of a few keys over maps larger than the budget runs locally, where it
+    ran on Spark as a job per phase and broadcast over the same looked-up rows.
   * `after_local_failure`: a local batch that fails runs again on Spark.
   * `for_recompute` (depth 0), `for_load` (CREATE's maps), `compacts_on_executors` (a map
     due for compaction): the same settings and bounds, for the other work a view does.
@@ -41,6 +45,7 @@ from ..state.maps import held_maps
 from ..state.settings import (AUTO, DISTRIBUTED, LOCAL, MAX_ROWS_CONF, MEMORY_CONF, MIN_ROWS_CONF,
                               SPARK, Settings, size_text)
 from ..state.stats import MapLayout, snapshot_rows
+from .leaves import LeafReader
 from .local import failure_text, local_sql, local_window_sql, result_sql_local
 
 
@@ -120,8 +125,12 @@ def change_bytes_estimate(view, record: BatchRecord, rows: Dict[str, int]) -> in
     return total
 
 
-def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> Choice:
-    """The local target or Spark, for a batch whose changes the driver read."""
+def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
+           lookups: Optional[LeafReader] = None) -> Choice:
+    """The local target or Spark, for a batch whose changes the driver read. `lookups`: a
+    reader of the batch; when the batch's bound passes the local limit, the lookups of maps
+    not held in memory are read with it (both targets read them in the driver, a few files
+    at a time) and count the rows they keep, not the rows of the files they read."""
     settings = view.settings
     held = held_maps(view, map_versions(plan, record)) if settings.engine == AUTO \
         else frozenset()
@@ -134,13 +143,18 @@ def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table]) -> Choi
     if settings.engine == LOCAL:
         return Choice(LOCAL, "engine = 'local'", rows.total)
     limit = settings.max_input_rows
+    if rows.read > limit and lookups is not None and rows.by_lookup:
+        rows = input_rows(view, plan, record, deltas, held, lookups)
+    kept = (f"; its lookups keep {rows.kept:,} of their maps' {rows.by_lookup:,} rows"
+            if rows.kept is not None else "")
     if rows.read > limit:
         return Choice(SPARK, f"the batch reads about {rows.read:,} rows, more than "
-                             f"{MAX_ROWS_CONF} = {limit:,}", rows.total)
-    in_memory = rows.total - rows.read
+                             f"{MAX_ROWS_CONF} = {limit:,}{kept}", rows.total)
+    in_memory = rows.total - rows.read - (rows.by_lookup - (rows.kept or 0)
+                                          if rows.kept is not None else 0)
     in_memory = f"; {in_memory:,} map rows held in memory" if in_memory else ""
     return Choice(LOCAL, f"the batch reads about {rows.read:,} rows (at most {limit:,} run "
-                         f"locally){in_memory}", rows.total)
+                         f"locally){kept}{in_memory}", rows.total)
 
 
 def after_local_failure(e: BaseException) -> Choice:
@@ -152,15 +166,20 @@ def after_local_failure(e: BaseException) -> Choice:
 class InputRows(NamedTuple):
     total: int          # every row of the batch's inputs (sizes a Spark batch's shuffles)
     read: int           # of those, the rows not in maps held in memory (the local limit's)
+    by_lookup: int = 0  # of `total`, the rows of maps not held that the batch reads by lookup
+    kept: Optional[int] = None  # the rows those lookups keep, once read (in `read` for them)
 
 
 def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
-               held: FrozenSet[str] = frozenset()) -> InputRows:
+               held: FrozenSet[str] = frozenset(),
+               lookups: Optional[LeafReader] = None) -> InputRows:
     """An upper bound of the rows the batch reads: its changes, the maps and base tables it
-    reads whole, and the rows of the files its lookups may read (from Delta statistics);
-    the maps `held` in memory (held_maps) count in `total` only."""
+    reads whole, and every row of the maps it reads by lookup; the maps `held` in memory
+    (held_maps) count in `total` only. With `lookups` (a reader of the batch), the maps not
+    held count the rows their lookups keep, read with it."""
     store = view.ctx.store
     total = read = sum(t.num_rows for t in deltas.values())
+    by_lookup, kept = 0, None if lookups is None else 0
     seen = set()
     for phase in plan.phases:
         for leaf in phase.leaves.values():
@@ -174,8 +193,15 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
                 snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
             rows = snapshot_rows(snap)
             total += rows
-            read += 0 if leaf.kind == "map" and leaf.name in held else rows
-    return InputRows(total, read)
+            if leaf.kind == "map" and leaf.name in held:
+                continue
+            if leaf.kind == "map" and leaf.detail:
+                by_lookup += rows
+                if lookups is not None:
+                    rows = lookups.matching(leaf).num_rows
+                    kept += rows
+            read += rows
+    return InputRows(total, read, by_lookup, kept)
 
 
 def map_versions(plan, record: BatchRecord) -> Dict[str, int]:
@@ -282,7 +308,7 @@ def explain(view) -> List[str]:
     if mode == AUTO and not blocker:
         lines.append(f"  rule: a batch runs locally when it reads at most "
                      f"{settings.max_input_rows:,} rows ({MAX_ROWS_CONF}): its changes, the maps "
-                     "and base tables it reads whole and the files its lookups may read; "
+                     "and base tables it reads whole and the rows its lookups keep; "
                      "otherwise on Spark")
     if blocker is None and mode != SPARK:
         lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "

@@ -20,6 +20,7 @@ from ..state.stats import BatchStats
 from . import policy
 from .changes import read_batch_changes
 from .distributed import DistributedTarget
+from .leaves import LeafReader
 from .local import LOCAL_FAILURES, LocalTarget
 from .spark import SparkTarget
 from .target import run_phases
@@ -59,13 +60,17 @@ def driver_deltas(view, record: BatchRecord, stats: BatchStats,
     stats.seconds["plan"] = time.perf_counter() - t0
     if not plan.phases:
         return {}
-    choice = policy.choose(view, plan, record, deltas)
+    lookups = LeafReader(view, record, deltas)       # read by the policy when it counts them
+    t0 = time.perf_counter()
+    choice = policy.choose(view, plan, record, deltas, lookups)
+    if lookups.reads:            # the policy read the batch's lookups to choose its target
+        stats.add_seconds("bind", time.perf_counter() - t0)
     stats.engine, stats.engine_reason = choice.target, choice.reason
     stats.input_rows = choice.input_rows
     step(f"computing the deltas of {len(plan.targets)} map(s) ({choice.target} target)")
     if choice.target == LOCAL:
         try:
-            with LocalTarget(view, record, deltas) as target:
+            with LocalTarget(view, record, deltas, looked_up=lookups) as target:
                 return run_phases(view, plan, target, stats)
         except LOCAL_FAILURES as e:
             fallback = policy.after_local_failure(e)
@@ -73,7 +78,7 @@ def driver_deltas(view, record: BatchRecord, stats: BatchStats,
             step(fallback.reason)
     if progress is not None:
         progress.spark()
-    with SparkTarget(view, record, deltas, stats.input_rows) as target:
+    with SparkTarget(view, record, deltas, stats.input_rows, looked_up=lookups) as target:
         return run_phases(view, plan, target, stats)
 
 

@@ -14,7 +14,7 @@ from ...plan.batch import Phase
 from ...plan.lower import q
 from ..spark.io import frame_arrow
 from ..state.settings import SPARK
-from .leaves import SparkLeaves
+from .leaves import LeafReader, SparkLeaves
 from .target import ArrowTarget
 
 #: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
@@ -44,15 +44,16 @@ def batch_session(view, input_rows: Optional[int]) -> SparkSession:
 
 class SparkTarget(ArrowTarget):
     """The plan's phases as Spark queries in a batch session of their own; `input_rows`
-    (the policy's estimate) sizes its shuffles."""
+    (the policy's estimate) sizes its shuffles; `looked_up`: lookups already read."""
 
     name = SPARK
 
-    def __init__(self, view, record, deltas: Dict[str, pa.Table], input_rows: Optional[int]):
+    def __init__(self, view, record, deltas: Dict[str, pa.Table], input_rows: Optional[int],
+                 looked_up: Optional[LeafReader] = None):
         self.view = view
         self.scratch = view.scratch_dir(record.batch)
         self.spark = batch_session(view, input_rows)
-        self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark)
+        self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark, looked_up)
 
     def execute(self, phase: Phase) -> pa.Table:
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}

@@ -87,6 +87,7 @@ def new_results(options, views) -> Dict:
     opts["views"] = [v.name for v in views]
     opts["depths"] = [runner.depth_label(d) for d in options.depths]
     opts["check"] = str(options.check)
+    opts["conf"] = {k: v for k, v in options.conf}
     return {"meta": {"started": now(), "finished": None, "command": options.command,
                      "machine": machine(), "options": opts,
                      "recompute": {"spark": "spark.sql(query).write.mode('overwrite').parquet(dir)",
@@ -347,7 +348,8 @@ def markdown(results: Dict, plots: List[str]) -> str:
              f"Options: scale factors {o['scales']}, batch sizes {o['batch_sizes']}, "
              f"{o['batches']} measured batches after {o['warmup']} warm-up batch(es) per "
              f"configuration, depths {o['depths']}, baselines {o['baselines']}, checks "
-             f"{o['check']}, seed {o['seed']}.", "",
+             f"{o['check']}, seed {o['seed']}"
+             + "".join(f", {k}={v}" for k, v in (o.get("conf") or {}).items()) + ".", "",
              "Methods: `viewlet-ho` higher-order refresh (map deltas appended, compacted now "
              "and then), `viewlet-ho-merge` the same with one MERGE per map per batch, "
              "`viewlet-d1` first-order IVM, "

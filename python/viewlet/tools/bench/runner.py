@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ...engine.state.settings import machine_memory
 from ...errors import ViewletError
@@ -118,6 +118,7 @@ class Options:
     seed: int = 1
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
+    conf: Sequence[Tuple[str, str]] = ()   # Spark settings of the session (--conf), after ours
     label: str = ""
     command: str = ""
 
@@ -222,6 +223,8 @@ def _spark_session(warehouse: str, options: Options):
         .config("spark.sql.shuffle.partitions", str(options.shuffle_partitions)) \
         .config("spark.driver.memory", options.driver_memory) \
         .config("spark.sql.warehouse.dir", os.path.join(warehouse, "spark-warehouse"))
+    for key, value in options.conf:
+        builder = builder.config(key, value)
     spark = viewlet.configure_spark(builder, warehouse=warehouse).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
