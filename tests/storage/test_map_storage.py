@@ -175,7 +175,26 @@ def test_vacuum_yields_to_a_concurrent_commit(store, tmp_path, monkeypatch):
         store.vacuum(path, 0)
 
 
-def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_path, monkeypatch):
+@pytest.fixture(params=["arrow", "duckdb"])
+def reader(request, store, monkeypatch):
+    """The engine read_matching reads with: None (Arrow), or DuckDB; with DuckDB, reading
+    whole files fails the test, so every lookup is shown to go through DuckDB."""
+    if request.param == "arrow":
+        yield None
+        return
+    from viewlet.engine.local.executor import LocalEngine
+
+    def whole_files(snapshot, read=store.read_files):
+        assert not snapshot.files, "read whole files, not through DuckDB"
+        return read(snapshot)
+    engine = LocalEngine(threads=2)
+    monkeypatch.setattr(store, "read_files", whole_files)
+    yield engine
+    engine.close()
+
+
+def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_path, monkeypatch,
+                                                                     reader):
     from viewlet.engine.state import keyed
     monkeypatch.setattr(keyed, "FILES_PER_READ", 2)       # several chunks
     path = str(tmp_path / "m")
@@ -183,12 +202,71 @@ def test_read_matching_keeps_exactly_the_rows_of_the_looked_up_keys(store, tmp_p
     k1 = [f"s{k % 4}" if k is not None else None for k in keys]
     store.create(path, _table(keys, k1=k1), txn=("t", 0), rows_per_file=5)
     snap = store.snapshot(path)
-    rows = keyed.read_matching(store, snap, {"k0": ({3, 17, 38, 99}, False)})
+    rows = keyed.read_matching(store, snap, {"k0": ({3, 17, 38, 99}, False)}, reader)
     assert sorted(rows.column("k0").to_pylist()) == [3, 17, 38]
+    assert rows.schema == SCHEMA
     # NULL is kept only when the lookup says so; two columns must both match
-    rows = keyed.read_matching(store, snap, {"k0": ({1, 2, 5}, True), "k1": ({"s1"}, True)})
+    rows = keyed.read_matching(store, snap, {"k0": ({1, 2, 5}, True), "k1": ({"s1"}, True)},
+                               reader)
     assert sorted(rows.column("k0").to_pylist(), key=str) == [1, 5, None, None]
-    assert keyed.read_matching(store, snap, {"k0": (set(), False)}).num_rows == 0
-    # values that do not convert to the column's type filter nothing (a superset)
-    rows = keyed.read_matching(store, snap, {"k1": ({1, "s1"}, False)})
-    assert rows.num_rows == len(keys)
+    assert keyed.read_matching(store, snap, {"k0": (set(), False)}, reader).num_rows == 0
+    if reader is None:
+        # values that do not convert to the column's type filter nothing (a superset)
+        rows = keyed.read_matching(store, snap, {"k1": ({1, "s1"}, False)}, reader)
+        assert rows.num_rows == len(keys)
+
+
+def test_duckdb_and_arrow_keep_the_same_rows_of_every_key_type(store, tmp_path):
+    """Random lookups (integers, strings, decimals, dates, booleans, NULLs, one or two
+    columns) over a map of many files: DuckDB's semi join keeps exactly Arrow's rows, typed
+    alike; a map with a deletion vector, or a path DuckDB would take for a glob, is left to
+    Arrow."""
+    import random
+    from viewlet.engine.local.executor import LocalEngine
+    from viewlet.engine.state import keyed
+    rng = random.Random(7)
+    n = 600
+
+    def maybe(v):
+        return None if rng.random() < 0.05 else v
+    schema = pa.schema([("i", pa.int32()), ("s", pa.string()), ("d", pa.decimal128(12, 2)),
+                        ("t", pa.date32()), ("b", pa.bool_()), ("__v", pa.int64())])
+    table = pa.table({
+        "i": [maybe(rng.randrange(-50, 50)) for _ in range(n)],
+        "s": [maybe(rng.choice(["a", "b", "é", "a b", "A", "it's"])) for _ in range(n)],
+        "d": [maybe(Decimal(rng.randrange(-500, 500)) / 100) for _ in range(n)],
+        "t": [maybe(dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(30))) for _ in range(n)],
+        "b": [maybe(rng.random() < 0.5) for _ in range(n)],
+        "__v": list(range(n))}, schema=schema)
+    plain = str(tmp_path / "it's a map")           # quoted in DuckDB's SQL
+    store.create(plain, table, txn=("t", 0), rows_per_file=50)
+    plain_snap = store.snapshot(plain)
+    engine = LocalEngine(threads=2)
+    try:
+        globbed = [p.replace("part-", "part-*") for p in store.local_parquet(plain_snap)]
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(store, "local_parquet", lambda snapshot: globbed)
+            assert keyed._semi_joined(store, engine, plain_snap, [("i", pa.array([1]), False)]) \
+                is None
+        checked = 0
+        for _ in range(40):
+            columns = rng.sample(["i", "s", "d", "t", "b"], rng.choice([1, 2]))
+            lookups = {}
+            for c in columns:
+                values = {v for v in rng.sample(table.column(c).to_pylist(), 8) if v is not None}
+                lookups[c] = (values, rng.random() < 0.3)
+            want = keyed.read_matching(store, plain_snap, lookups)
+            got = keyed._semi_joined(store, engine, plain_snap.restricted(lookups), [
+                (c, pa.array(list(v)), null) for c, (v, null) in lookups.items()])
+            if not plain_snap.restricted(lookups).files:
+                continue
+            assert got is not None and got.schema == want.schema
+            assert sorted(got.column("__v").to_pylist()) == sorted(want.column("__v").to_pylist())
+            checked += 1
+        assert checked > 20
+        deleted = Snapshot(plain_snap.path, plain_snap.version, plain_snap.files, plain_snap.schema,
+                           (), plain_snap.stats, {plain_snap.files[0].rsplit("/", 1)[-1]: (0,)})
+        assert store.local_parquet(deleted) is None
+        assert store.local_parquet(plain_snap) is not None
+    finally:
+        engine.close()

@@ -182,6 +182,12 @@ class TableStore(ABC):
     def read_files(self, snapshot: Snapshot) -> pa.Table:
         """The rows of exactly the snapshot's files (e.g. a `Snapshot.restricted` one)."""
 
+    def local_parquet(self, snapshot: Snapshot) -> Optional[List[str]]:
+        """The snapshot's files as paths any Parquet reader opens as they are (rows exactly
+        `read_files`'): local files, no partition columns, no row deleted by a deletion
+        vector. None otherwise, or when the store cannot tell."""
+        return None
+
     @abstractmethod
     def table_id(self, path: str, version: Optional[int] = None) -> str:
         """The Delta table's metadata id (a table recreated at the same path gets a new one)."""

@@ -360,6 +360,12 @@ class DeltaRsStore(TableStore):
                   for p, f in zip(paths, snapshot.files)]
         return plain_types(pa.concat_tables(tables))
 
+    def local_parquet(self, snapshot: Snapshot) -> Optional[List[str]]:
+        if snapshot.partition_columns or any(snapshot.deleted_in(f) for f in snapshot.files):
+            return None
+        fs, paths = _filesystem(snapshot.path, snapshot.files, self.options)
+        return list(paths) if fs is None else None
+
     def table_id(self, path: str, version: Optional[int] = None) -> str:
         return self._table(path, version).metadata().id
 

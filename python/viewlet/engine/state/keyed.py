@@ -2,14 +2,16 @@
 rows by key. Arrow group-by treats NULL keys as equal, as map keys require."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
-from typing import Dict, Sequence, Set, Tuple
+from typing import Dict, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import is_in, prunable
+from ...storage.arrow import is_in, plain_types, prunable
 from ...storage.base import Snapshot
+from ..local.executor import LocalEngineError, unavailable
 
 
 def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
@@ -21,24 +23,36 @@ def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, boo
     return out
 
 
-def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str],
+              engine=None) -> pa.Table:
     """The snapshot's rows whose key columns hold values of `rows`' keys, column by column
     (read_matching: a superset of the matching rows, callers match keys exactly). Not whole
     files: a file an executor wrote may span most of the key range, and its rows would all
     reach the driver (and, on the Spark target, the JVM)."""
-    return read_matching(store, store.snapshot(path, version), key_lookups(rows, keys))
+    return read_matching(store, store.snapshot(path, version), key_lookups(rows, keys), engine)
+
+
+def lookup_engine(ctx):
+    """The engine read_matching reads local files with: the local target's, when DuckDB can
+    be imported (else None: Arrow reads them)."""
+    return ctx.local_engine if unavailable() is None else None
 
 
 #: files read (and filtered) at a time: the driver holds the matching rows, not the map
 FILES_PER_READ = 8
 
 
-def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -> pa.Table:
+def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
+                  engine=None) -> pa.Table:
     """Exactly the rows of `snap` whose column c holds one of lookups[c]'s values (or NULL
     when lookups[c] says so) for every c: files skipped by statistics, then the rows of the
-    files left filtered in Arrow, a few files at a time. Columns whose values cannot be
-    compared exactly (floating point, timestamps) or do not convert to the column's type
-    are not filtered on (the rows kept are a superset, as with file skipping)."""
+    files left filtered, a few files at a time in Arrow, or, with `engine` (the local
+    target's, local/executor.py) and files on local disk, by DuckDB: its Parquet reader
+    semi-joins the key columns with the values first and reads the other columns of the
+    rows kept only (about four times faster on TPC-H maps, where a batch's keys reach most
+    files). Columns whose values cannot be compared exactly (floating point, timestamps) or
+    do not convert to the column's type are not filtered on (the rows kept are a superset,
+    as with file skipping)."""
     snap = snap.restricted(lookups)
     tests = []
     for c, (values, has_null) in lookups.items():
@@ -49,6 +63,10 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -
             tests.append((c, pa.array(list(values)), has_null))
         except (pa.ArrowException, TypeError, ValueError):      # mixed types: no filter
             continue
+    if engine is not None and tests and snap.files:
+        rows = _semi_joined(store, engine, snap, tests)
+        if rows is not None:
+            return rows
     parts = []
     for i in range(0, len(snap.files), FILES_PER_READ):
         chunk = replace(snap, files=snap.files[i:i + FILES_PER_READ],
@@ -66,3 +84,42 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]]) -
         parts.append(rows if mask is None else rows.filter(mask))
     return pa.concat_tables(parts) if parts else store.read_files(snap)
 
+
+#: characters DuckDB's read_parquet takes for a glob in a path
+_GLOB = re.compile(r"[*?\[\]{}]")
+
+
+def _semi_joined(store, engine, snap: Snapshot, tests) -> Optional[pa.Table]:
+    """read_matching's rows read by DuckDB, typed as read_files types them; None when the
+    files are not plain local Parquet (remote, deletion vectors, a path DuckDB would take
+    for a glob), no column converts, or DuckDB fails (the Arrow reading then says why)."""
+    paths = store.local_parquet(snap)
+    if not paths or any(_GLOB.search(p) for p in paths):
+        return None
+    tables, joins = {}, []
+    for i, (c, values, has_null) in enumerate(tests):
+        t = snap.schema.field(c).type
+        try:
+            typed = values.cast(t) if len(values) else pa.array([], t)
+        except (pa.ArrowException, TypeError, ValueError):      # e.g. lossy: no filter
+            continue
+        if has_null:
+            typed = pa.concat_arrays([typed, pa.nulls(1, t)])
+        name = f"__viewlet_keys{i}"
+        tables[name] = pa.table({"v": typed})
+        equal = "IS NOT DISTINCT FROM" if has_null else "="
+        joins.append(f"SEMI JOIN {name} ON m.{_quote(c)} {equal} {name}.v")
+    if not joins:
+        return None
+    files = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+    columns = ", ".join(f"m.{_quote(c)}" for c in snap.schema.names)
+    sql = f"SELECT {columns} FROM read_parquet([{files}]) AS m " + " ".join(joins)
+    try:
+        rows = engine.query(sql, tables)
+        return rows.cast(plain_types(snap.schema.empty_table()).schema)
+    except (LocalEngineError, pa.ArrowException, ValueError):
+        return None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
