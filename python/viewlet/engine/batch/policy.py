@@ -150,9 +150,7 @@ def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
     if rows.read > limit:
         return Choice(SPARK, f"the batch reads about {rows.read:,} rows, more than "
                              f"{MAX_ROWS_CONF} = {limit:,}{kept}", rows.total)
-    in_memory = rows.total - rows.read - (rows.by_lookup - (rows.kept or 0)
-                                          if rows.kept is not None else 0)
-    in_memory = f"; {in_memory:,} map rows held in memory" if in_memory else ""
+    in_memory = f"; {rows.held:,} map rows held in memory" if rows.held else ""
     return Choice(LOCAL, f"the batch reads about {rows.read:,} rows (at most {limit:,} run "
                          f"locally){kept}{in_memory}", rows.total)
 
@@ -165,7 +163,9 @@ def after_local_failure(e: BaseException) -> Choice:
 
 class InputRows(NamedTuple):
     total: int          # every row of the batch's inputs (sizes a Spark batch's shuffles)
-    read: int           # of those, the rows not in maps held in memory (the local limit's)
+    read: int           # what the local limit weighs: `total` less the maps held, and less
+                        # what lookups leave once they are read
+    held: int = 0       # of `total`, the rows of the maps held in memory
     by_lookup: int = 0  # of `total`, the rows of maps not held that the batch reads by lookup
     kept: Optional[int] = None  # the rows those lookups keep, once read (in `read` for them)
 
@@ -179,7 +179,7 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
     held count the rows their lookups keep, read with it."""
     store = view.ctx.store
     total = read = sum(t.num_rows for t in deltas.values())
-    by_lookup, kept = 0, None if lookups is None else 0
+    held_rows, by_lookup, kept = 0, 0, None if lookups is None else 0
     seen = set()
     for phase in plan.phases:
         for leaf in phase.leaves.values():
@@ -194,6 +194,7 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
             rows = snapshot_rows(snap)
             total += rows
             if leaf.kind == "map" and leaf.name in held:
+                held_rows += rows
                 continue
             if leaf.kind == "map" and leaf.detail:
                 by_lookup += rows
@@ -201,7 +202,7 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
                     rows = lookups.matching(leaf).num_rows
                     kept += rows
             read += rows
-    return InputRows(total, read, by_lookup, kept)
+    return InputRows(total, read, held_rows, by_lookup, kept)
 
 
 def map_versions(plan, record: BatchRecord) -> Dict[str, int]:
