@@ -112,7 +112,7 @@ def test_markdown_and_plots(smoke):
     _, out = smoke
     md = (out / "results.md").read_text()
     assert "### SF 0.002, 200 tuples per batch" in md
-    assert "### Targets (issue 18)" in md and "## Checks" in md
+    assert "### Targets (issues 18 and 30)" in md and "## Checks" in md
     for v in VIEWS:
         for m in METHODS:
             assert f"| {v} | {m} |" in md
@@ -184,6 +184,30 @@ def test_targets_at_the_issue_configuration():
     assert t[("q20", "nestedview")]["verdict"] == "pass"        # 6x at SF 0.1
     assert t[("floor", "refreshtouching")]["verdict"] == "miss"    # 60 ms
     assert "not measured" in t[("q1", "refreshmedian")]["verdict"]
+
+
+def test_create_and_sf10_targets():
+    s = [_row(1.0, 10_000, "q3", "viewlet-ho", 0.1), _row(1.0, 10_000, "q3", "spark", 2.0),
+         _row(10.0, 10_000, "q3", "viewlet-ho", 0.12), _row(10.0, 10_000, "q3", "spark", 15.0),
+         _row(10.0, 10_000, "q3", "duckdb", 2.4), _row(0.1, 10_000, "q1", "viewlet-ho", 0.05),
+         _row(0.1, 10_000, "q1", "spark", 0.5)]
+    views = [{"view": "q3", "method": "viewlet-ho", "status": "created", "scale": 1.0,
+              "create_seconds": 5.0},
+             {"view": "q3", "method": "viewlet-ho", "status": "created", "scale": 10.0,
+              "create_seconds": 60.0},
+             {"view": "q1", "method": "viewlet-ho", "status": "created", "scale": 0.1,
+              "create_seconds": 1.0}]
+    t = {(x["view"], x["target"]): x for x in report.targets(s, views)}
+    create = t[("q3", "CREATE <= 3x Spark recompute")]
+    assert create["value"] == pytest.approx(2.5) and create["verdict"] == "pass"
+    assert create["at"] == "SF 1"                                # SF 1, not SF 10's 4x
+    q1 = t[("q1", "CREATE <= 3x Spark recompute")]
+    assert q1["verdict"] == "pass (indicative)" and q1["at"] == "SF 0.1"
+    assert t[("q3", "refresh >= 10x faster than DuckDB recompute")]["verdict"] == "pass"   # 20x
+    assert t[("q3", "refresh >= 50x faster than Spark recompute")]["verdict"] == "pass"    # 125x
+    growth = t[("q3", "refresh median at SF 10 <= 1.5x at SF 1")]
+    assert growth["value"] == pytest.approx(1.2) and growth["verdict"] == "pass"
+    assert not any(v == "q1" and "SF 10" in target for v, target in t)   # SF 10 not run
 
 
 def test_targets_elsewhere_are_only_indicative_and_refusals_show():

@@ -23,6 +23,10 @@ NESTED_VIEWS = ("q17a", "q18a", "q20", "q22a", "vwap")
 SCALE_GROWTH = 1.5
 Q3_RATE = 100_000
 FLOOR_SECONDS = 0.05                # a refresh touching one map row, local target
+#: the cost targets (issue 30): CREATE at SF 1, refreshes at SF 10
+CREATE_RATIO = 3.0                  # CREATE / Spark recompute of the same query, at most
+LARGE_SCALE = 10.0
+LARGE_VS_DUCKDB, LARGE_VS_SPARK = 10.0, 50.0
 HO, D1 = runner.method_name(None), runner.method_name(1)
 
 
@@ -187,6 +191,23 @@ def targets(summary: List[Dict], views: List[Dict], floor: Optional[Dict] = None
             t.update(at=None, value=None, verdict="not measured (needs two scale factors)"
                      if _created(v, views, HO) else _missing(v, views, HO))
         out.append(t)
+        out.append(_create_target(v, views, summary))
+        large = (LARGE_SCALE, TARGET_BATCH)
+        if any(s["view"] == v and (s["scale"], s["batch_size"]) == large for s in summary):
+            out.append(ratio(f"refresh >= {LARGE_VS_DUCKDB:g}x faster than DuckDB recompute",
+                             v, large, True, runner.DUCKDB, LARGE_VS_DUCKDB))
+            out.append(ratio(f"refresh >= {LARGE_VS_SPARK:g}x faster than Spark recompute",
+                             v, large, True, runner.SPARK, LARGE_VS_SPARK))
+            t = {"target": f"refresh median at SF {LARGE_SCALE:g} <= {SCALE_GROWTH:g}x at SF "
+                           f"{TARGET_SCALE:g}", "view": v, "required": SCALE_GROWTH}
+            a, b = idx.get((TARGET_SCALE, TARGET_BATCH, v, HO)), idx.get(large + (v, HO))
+            if a and b:
+                r = b["median_seconds"] / a["median_seconds"]
+                t.update(at=f"SF {LARGE_SCALE:g} vs SF {TARGET_SCALE:g}, {TARGET_BATCH} "
+                            "tuples/batch", value=r, verdict=verdict(r <= SCALE_GROWTH, True))
+            else:
+                t.update(at=None, value=None, verdict="not measured (needs SF 1 too)")
+            out.append(t)
         if v == "q3":
             t = {"target": f"Q3 >= {Q3_RATE:,} tuples/s with {TARGET_BATCH:,}-tuple batches",
                  "view": v, "required": Q3_RATE}
@@ -204,6 +225,26 @@ def targets(summary: List[Dict], views: List[Dict], floor: Optional[Dict] = None
         t["verdict"] = verdict(floor["median_seconds"] < FLOOR_SECONDS, True)
         out.append(t)
     return out
+
+
+def _create_target(view: str, views: List[Dict], summary: List[Dict]) -> Dict:
+    """CREATE of the higher-order view within CREATE_RATIO times Spark's recompute of its
+    query at SF 1 (at another scale factor: indicative)."""
+    t = {"target": f"CREATE <= {CREATE_RATIO:g}x Spark recompute", "view": view,
+         "required": CREATE_RATIO, "at": None, "value": None}
+    recompute = _recompute_seconds(summary)
+    made = [r for r in views if r["view"] == view and r["method"] == HO
+            and r["status"] == "created" and recompute.get((r["scale"], view))]
+    if not made:
+        t["verdict"] = _missing(view, views, HO)
+        return t
+    r = min(made, key=lambda r: abs(r["scale"] - TARGET_SCALE))
+    value = r["create_seconds"] / recompute[(r["scale"], view)]
+    exact = r["scale"] == TARGET_SCALE
+    t.update(at=f"SF {r['scale']:g}", value=value, verdict=("pass" if value <= CREATE_RATIO
+                                                            else "miss")
+             + ("" if exact else " (indicative)"))
+    return t
 
 
 def _at(cfg) -> Optional[str]:
@@ -324,7 +365,7 @@ def _floor_md(results) -> List[str]:
 
 
 def _targets_md(results) -> List[str]:
-    lines = _floor_md(results) + ["### Targets (issue 18)", "",
+    lines = _floor_md(results) + ["### Targets (issues 18 and 30)", "",
              "| target | view | measured at | value | verdict |", "|---|---|---|--:|---|"]
     for t in results["targets"]:
         v = t["value"]
