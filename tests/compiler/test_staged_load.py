@@ -8,7 +8,7 @@ from compiler_helpers import compile_sql
 from test_tpch import _DATES, TABLES as TPCH_TABLES, _keyed_tpch, load_query
 from tests.reference.evaluate import Env, ProgramSimulator, _reorder, evaluate
 from viewlet.calculus.ir import MapRef, walk_atoms
-from viewlet.compiler.staged_load import load_rounds, staged_load
+from viewlet.compiler.staged_load import load_order, load_rounds, staged_load
 
 TPCH_ROWS = {"lineitem": 6000, "orders": 1500, "customer": 150, "supplier": 10, "nation": 25,
              "region": 5}
@@ -104,6 +104,15 @@ def test_q3_loads_lineitem_once_and_joins_the_sums():
     assert all(s.rhs.relations() == {"customer"} for s in last)
     # without the sizes the choice is still made, deterministically (by name)
     assert load_rounds(staged_load(program, list(program.maps))) == rounds
+    # load_order (what EXPLAIN prints) says the same: the round, relation and maps read
+    order = {m.name: m for m in load_order(program, list(program.maps), TPCH_ROWS)}
+    assert order["m3_lineitem"] == ("m3_lineitem", 0, None, ())
+    view = order[program.view_map]
+    assert (view.round, view.via) == (2, "customer")
+    assert set(view.reads) == {a.name for s in last for a in walk_atoms(s.rhs)
+                               if isinstance(a, MapRef)}
+    for m in order.values():
+        assert {s.target for s in load.statements_for(rounds[m.round])} >= {m.name}
 
 
 def test_unstaged_load_is_one_round_of_definitions():

@@ -13,7 +13,7 @@ from viewlet.engine.batch.local import LocalTarget
 from viewlet.engine.ops.load import SnapshotSource, initial_map
 from viewlet.engine.spark.io import read_table
 
-from .oracle import assert_view_matches
+from .oracle import assert_view_matches, explain_parts
 from .workload import registered_workload
 
 #: a Q3-shaped chain: r - s - t, grouped by a column of each end
@@ -38,6 +38,13 @@ def test_maps_loaded_in_rounds_equal_their_definitions(spark, vl, tmp_path, monk
     spark.sql(f"CREATE INCREMENTAL VIEW {name} WITH (engine = '{engine}') AS {CHAIN}")
     try:
         assert len(phases) > 1, phases            # rounds: later maps from earlier ones
+        # EXPLAIN shows the load's rounds, a line each, as they ran
+        _, execution = explain_parts(spark, name)
+        rounds = [line.strip() for line in execution.splitlines()
+                  if line.strip().startswith("round ")]
+        assert f"initial load (CREATE, REFRESH ... FULL; relations ranked by their rows now): " \
+               f"{len(phases)} rounds" in execution, execution
+        assert len(rounds) == len(phases) and "by the trigger on" in rounds[-1], execution
         view, store = vl.ctx.load(name), vl.ctx.store
         versions = {rel: store.version(table.id)
                     for rel, table in view.compiled.spec.tables.items()}

@@ -6,13 +6,15 @@ from typing import List, Tuple
 
 from ..calculus.printer import show
 from ..compiler.program import Program
+from ..compiler.staged_load import MapLoad
 from ..engine.batch import policy
 from ..engine.maintain.topn import capacity
 from ..engine.maintain.window import describe
+from ..engine.ops.load import load_order_now
 from ..engine.state.graph import dependents
 from ..engine.state.settings import MEMORY_CONF, size_text
 from ..engine.state.stats import OrderedStats
-from ..errors import ViewletError
+from ..errors import TableNotFound, ViewletError
 from ..plan.lower import SUB_PREFIX
 
 
@@ -100,7 +102,29 @@ def explain_execution(view) -> str:
                      f"block(s), {shared} shared subquer{'y' if shared == 1 else 'ies'}")
         reads = sorted({_leaf_text(view, leaf) for leaf in phase.leaves.values()})
         lines.append(f"      reads: {'; '.join(reads)}")
-    return "\n".join(lines)
+    try:
+        order = load_order_now(view)
+    except TableNotFound as e:         # a base table gone: EXPLAIN still shows the rest
+        return "\n".join(lines + [f"  initial load: not shown, a base table cannot be read ({e})"])
+    return "\n".join(lines + load_lines(order))
+
+
+def load_lines(order: List[MapLoad]) -> List[str]:
+    """How CREATE and REFRESH ... FULL compute the maps (compiler/staged_load.py), a line
+    per round."""
+    rounds = 1 + max((m.round for m in order), default=0)
+    lines = [f"  initial load (CREATE, REFRESH ... FULL; relations ranked by their rows now): "
+             f"{rounds} round{'s' if rounds > 1 else ''}"]
+    for k in range(rounds):
+        these = [m for m in order if m.round == k]
+        if k == 0:
+            text = "from their definitions over the base tables: " + \
+                ", ".join(m.name for m in these)
+        else:
+            text = "; ".join(f"{m.name} by the trigger on {m.via} over "
+                             f"{', '.join(m.reads)}" for m in these)
+        lines.append(f"    round {k + 1}: {text}")
+    return lines
 
 
 def _leaf_text(view, leaf) -> str:

@@ -24,7 +24,7 @@ round after every map it reads (round 0: the definitions), one trigger per round
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ..calculus.ir import DeltaRel, Domain, Groups, MapRef, Monomial, Nested, Query, Rel, walk_atoms
 from .program import MapDef, Program, Statement
@@ -37,13 +37,19 @@ def round_trigger(k: int) -> str:
     return f"{LOAD}{k}"
 
 
-def staged_load(program: Program, names: Sequence[str],
-                rows: Optional[Mapping[str, int]] = None, stage: bool = True) -> Program:
-    """A program whose triggers (`round_trigger(0)`, `round_trigger(1)`, ...) set each
-    column of the maps `names` to its value: in round 0 from their definitions, in later
-    rounds from one relation's statements over maps of earlier rounds. `rows`: each
-    relation's rows (for the choice of relation; unknown counts as large). `stage=False`:
-    every map from its definition, in one round."""
+class MapLoad(NamedTuple):
+    """How a load computes one map: in `round` (0 first), from its definition (`via` None)
+    or from relation `via`'s statements over the maps it `reads`."""
+    name: str
+    round: int
+    via: Optional[str]
+    reads: Tuple[str, ...]
+
+
+def load_order(program: Program, names: Sequence[str],
+               rows: Optional[Mapping[str, int]] = None, stage: bool = True) -> List[MapLoad]:
+    """How a load computes each of the maps `names`, in `names`' order (staged_load's
+    choices; `rows`, `stage` as there)."""
     rows = rows or {}
     chosen: Dict[str, Tuple[str, List[Statement]]] = {}
     if stage:
@@ -52,20 +58,32 @@ def staged_load(program: Program, names: Sequence[str],
             if found is not None:
                 chosen[name] = found
     level = _levels(names, {n: _reads(stmts) for n, (_, stmts) in chosen.items()})
-    chosen = {n: how for n, how in chosen.items() if level[n] > 0}
+    return [MapLoad(n, level[n], chosen[n][0], tuple(sorted(_reads(chosen[n][1]))))
+            if level[n] > 0 else MapLoad(n, 0, None, ()) for n in names]
+
+
+def staged_load(program: Program, names: Sequence[str],
+                rows: Optional[Mapping[str, int]] = None, stage: bool = True) -> Program:
+    """A program whose triggers (`round_trigger(0)`, `round_trigger(1)`, ...) set each
+    column of the maps `names` to its value: in round 0 from their definitions, in later
+    rounds from one relation's statements over maps of earlier rounds. `rows`: each
+    relation's rows (for the choice of relation; unknown counts as large). `stage=False`:
+    every map from its definition, in one round."""
+    order = load_order(program, names, rows, stage)
     load = Program(program.view_map, program.depth, {n: program.maps[n] for n in names})
-    for k in range(max(level.values(), default=0) + 1):
-        for name in names:
-            if level[name] != k:
+    for k in range(max((m.round for m in order), default=0) + 1):
+        for m in order:
+            if m.round != k:
                 continue
-            if name not in chosen:
-                for column, definition in program.maps[name].values.items():
+            if m.via is None:
+                for column, definition in program.maps[m.name].values.items():
                     load.add_statement(round_trigger(k),
-                                       Statement(name, column, definition, "reevaluate"))
+                                       Statement(m.name, column, definition, "reevaluate"))
                 continue
-            for s in chosen[name][1]:
-                load.add_statement(round_trigger(k),
-                                   Statement(name, s.column, _whole(s.rhs), "incremental"))
+            for s in program.statements_for(m.via):
+                if s.target == m.name:
+                    load.add_statement(round_trigger(k),
+                                       Statement(m.name, s.column, _whole(s.rhs), "incremental"))
     return load
 
 

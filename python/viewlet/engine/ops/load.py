@@ -43,7 +43,7 @@ from pyspark import StorageLevel
 from pyspark.util import inheritable_thread_target
 from pyspark.sql import DataFrame, functions as F
 
-from ...compiler.staged_load import load_rounds, staged_load
+from ...compiler.staged_load import MapLoad, load_order, load_rounds, staged_load
 from ...frontend.spec import COUNT_COLUMN
 from ...plan.batch import BatchPlan, build_plan
 from ...plan.definitions import definition_types, spark_type_name
@@ -64,6 +64,7 @@ from ..state.program import CompiledView, normalize_value_type, relation_columns
 from ..state.retention import INTERNAL_TABLE_PROPERTIES
 from ..state.stats import BatchStats
 from ..state.tables import bind_tables
+from .bases import relation_rows
 
 #: the maps are collected in one Spark job when the base tables hold at most this many rows
 PACK_BELOW_ROWS = 1_000_000
@@ -202,6 +203,15 @@ def load_compiled(compiled: CompiledView, names: Sequence[str],
     compiler/staged_load.py); `rows`: each relation's rows, for its choices."""
     return CompiledView(compiled.spec, staged_load(compiled.program, list(names), rows),
                         compiled.depth)
+
+
+def load_order_now(view) -> List[MapLoad]:
+    """How a load of every map of the view (REFRESH ... FULL) computes each, with its base
+    tables' rows at their latest versions (EXPLAIN; CREATE chose alike at its versions)."""
+    program, store = view.compiled.program, view.ctx.store
+    versions = {rel: store.version(view.table_path(rel)) for rel in program.relations()}
+    return load_order(program, list(program.maps),
+                      relation_rows(view.ctx, view.compiled, versions))
 
 
 def _load_plan(view) -> BatchPlan:
