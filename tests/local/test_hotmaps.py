@@ -117,3 +117,24 @@ def test_the_cache_keeps_exact_versions_within_its_budget():
     assert cache.peek("/maps/m3") is None
     assert not HotMaps(budget=10).put(maps[1])           # larger than the whole budget
     assert HotMaps(budget=0).fits(1) is False
+
+
+def test_maps_used_lately_are_not_evicted_for_a_map_not_yet_held():
+    """Views refreshed in turn whose maps do not fit together: a map not yet held is loaded
+    only beside the maps batches used in the last ACTIVE_SECONDS (then the idle ones make
+    room, least recently used first); otherwise its batch reads Delta."""
+    from viewlet.engine.local import hotmaps
+    rng = random.Random(8)
+    maps = [HotMap(f"/maps/m{i}", 1, _rows(rng, 300), ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+            for i in range(3)]
+    size = max(m.nbytes for m in maps)
+    now = [0.0]
+    cache = HotMaps(budget=int(size * 2.5), clock=lambda: now[0])
+    assert cache.put(maps[0]) and cache.put(maps[1])
+    assert cache.fits(size) and not cache.admits(size)     # both in use: m2 would evict one
+    now[0] += hotmaps.ACTIVE_SECONDS + 1
+    assert cache.get("/maps/m1", 1) is maps[1]             # a batch uses m1 again
+    assert cache.admits(size)                              # m0 is idle: it makes room
+    assert cache.put(maps[2])
+    assert cache.peek("/maps/m0") is None and cache.peek("/maps/m1") is maps[1]
+    assert not cache.admits(size) and not cache.admits(0)

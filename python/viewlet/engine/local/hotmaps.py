@@ -12,13 +12,18 @@ Delta stays the durable log, and a hot map is only used for the exact Delta vers
 holds: the batch's recorded map version (read from Delta at batch start) must equal it, so
 another writer, another session's batch or a restart falls back to reading Delta. The cache
 is bounded (`budget` bytes); whole maps are evicted least recently used first, and a map
-larger than the budget is never loaded (its batches read Delta, as without the cache).
+larger than the budget is never loaded (its batches read Delta, as without the cache). A map
+not yet held is loaded only when it fits beside the maps used in the last ACTIVE_SECONDS
+(`admits`): views refreshed in turn whose maps do not fit together kept evicting each
+other's maps, and every batch read its maps whole where reading its keys from Delta costs
+a fraction of that.
 """
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +35,8 @@ Lookups = Dict[str, Tuple[Set, bool]]       # key column -> (values, whether NUL
 
 #: the tail is folded into the base when it holds more rows than this and than the base
 FOLD_MIN_ROWS = 100_000
+#: a map a batch used this recently is not evicted for a map not yet held (HotMaps.admits)
+ACTIVE_SECONDS = 60.0
 
 
 class _Index:
@@ -108,6 +115,7 @@ class HotMap:
         self._lock = threading.Lock()
         # a map held only while the budget has room (a view's result state): evicted first
         self.spare = False
+        self.used_at = 0.0           # when a batch last took it (HotMaps' clock)
 
     @property
     def rows(self) -> int:
@@ -173,10 +181,11 @@ class HotMaps:
     """The hot maps of one Viewlet context, within `budget` bytes (least recently used
     maps are evicted whole)."""
 
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, clock: Callable[[], float] = time.monotonic):
         self.budget = budget
         self._maps: "OrderedDict[str, HotMap]" = OrderedDict()
         self._lock = threading.Lock()
+        self._clock = clock
 
     def get(self, path: str, version: int) -> Optional[HotMap]:
         """The hot map of `path` if it holds exactly `version`."""
@@ -188,6 +197,7 @@ class HotMaps:
                 del self._maps[path]            # stale: another writer, or a skipped batch
                 return None
             self._maps.move_to_end(path)
+            hot.used_at = self._clock()
             return hot
 
     def peek(self, path: str) -> Optional[HotMap]:
@@ -196,6 +206,15 @@ class HotMaps:
 
     def fits(self, nbytes: int) -> bool:
         return 0 < nbytes <= self.budget
+
+    def admits(self, nbytes: int) -> bool:
+        """Whether `nbytes` more may be loaded: they fit beside the maps used in the last
+        ACTIVE_SECONDS (the others are evicted for them, least recently used first)."""
+        with self._lock:
+            now = self._clock()
+            active = sum(h.nbytes for h in self._maps.values()
+                         if now - h.used_at < ACTIVE_SECONDS)
+        return 0 < nbytes and active + nbytes <= self.budget
 
     def room(self, nbytes: int) -> bool:
         """Whether `nbytes` more fit beside the maps held now, without evicting any."""
@@ -207,6 +226,7 @@ class HotMaps:
             self.evict(hot.path)
             return False
         with self._lock:
+            hot.used_at = self._clock()
             self._maps[hot.path] = hot
             self._maps.move_to_end(hot.path)
             self._shrink(keep=hot.path)

@@ -22,7 +22,7 @@ def hot_map(view, name: str, version: int, load: bool = False, spare: bool = Fal
         return hot
     snap = ctx.store.snapshot(path, version)
     guess = memory_guess(snap)
-    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.fits(guess)):
+    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.admits(guess)):
         return None
     schema = view.map_arrow_schema(name)
     rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
@@ -40,14 +40,19 @@ def memory_guess(snap) -> int:
 def held_maps(view, version_of: Dict[str, int]) -> FrozenSet[str]:
     """Of the maps `version_of` names (map -> version), those the local target holds in
     memory: hot at that version already, or loaded whole on first read (hot_map with
-    `load`), when all of them fit the cache's budget together. Empty when they do not."""
+    `load`), when all of them fit the cache's budget together and the cache admits those not
+    yet held (HotMaps.admits). Empty when they do not."""
     ctx = view.ctx
-    total = 0
+    held = new = 0
     for name, version in version_of.items():
         path = view.map_path(name)
         hot = ctx.hot_maps.get(path, version)
-        total += hot.nbytes if hot is not None else memory_guess(ctx.store.snapshot(path, version))
-    return frozenset(version_of) if ctx.hot_maps.fits(total) else frozenset()
+        if hot is not None:
+            held += hot.nbytes
+        else:
+            new += memory_guess(ctx.store.snapshot(path, version))
+    fits = ctx.hot_maps.fits(held + new) and (not new or ctx.hot_maps.admits(new))
+    return frozenset(version_of) if fits else frozenset()
 
 
 def new_hot_map(view, name: str, version: int, rows: pa.Table):
