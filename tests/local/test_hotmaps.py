@@ -138,3 +138,5 @@ def test_maps_used_lately_are_not_evicted_for_a_map_not_yet_held():
     assert cache.put(maps[2])
     assert cache.peek("/maps/m0") is None and cache.peek("/maps/m1") is maps[1]
     assert not cache.admits(size) and not cache.admits(0)
+    maps[1].spare = True                                   # a spare map never blocks a load
+    assert cache.admits(size)

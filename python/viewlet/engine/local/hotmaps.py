@@ -208,12 +208,12 @@ class HotMaps:
         return 0 < nbytes <= self.budget
 
     def admits(self, nbytes: int) -> bool:
-        """Whether `nbytes` more may be loaded: they fit beside the maps used in the last
-        ACTIVE_SECONDS (the others are evicted for them, least recently used first)."""
+        """Whether `nbytes` more may be loaded: they fit beside the maps (not spare) used in
+        the last ACTIVE_SECONDS; the others are evicted for them, spare ones first."""
         with self._lock:
             now = self._clock()
             active = sum(h.nbytes for h in self._maps.values()
-                         if now - h.used_at < ACTIVE_SECONDS)
+                         if not h.spare and now - h.used_at < ACTIVE_SECONDS)
         return 0 < nbytes and active + nbytes <= self.budget
 
     def room(self, nbytes: int) -> bool:
