@@ -80,10 +80,9 @@ def staged_load(program: Program, names: Sequence[str],
                     load.add_statement(round_trigger(k),
                                        Statement(m.name, column, definition, "reevaluate"))
                 continue
-            for s in program.statements_for(m.via):
-                if s.target == m.name:
-                    load.add_statement(round_trigger(k),
-                                       Statement(m.name, s.column, _whole(s.rhs), "incremental"))
+            for s in _statements(program, m.via, m.name):
+                load.add_statement(round_trigger(k),
+                                   Statement(m.name, s.column, _whole(s.rhs), "incremental"))
     return load
 
 
@@ -100,10 +99,15 @@ def _via(program: Program, m: MapDef, loaded: set, rows: Mapping[str, int]
     if m.cache or len(m.relations()) < 2:
         return None
     for rel in sorted(m.relations(), key=lambda r: (rows.get(r, 1 << 62), r)):
-        statements = [s for s in program.statements_for(rel) if s.target == m.name]
+        statements = _statements(program, rel, m.name)
         if _linear_in(m, rel) and _from_maps(program, m, rel, statements, loaded):
             return rel, statements
     return None
+
+
+def _statements(program: Program, rel: str, name: str) -> List[Statement]:
+    """Relation `rel`'s trigger statements that update map `name`."""
+    return [s for s in program.statements_for(rel) if s.target == name]
 
 
 def _linear_in(m: MapDef, rel: str) -> bool:
