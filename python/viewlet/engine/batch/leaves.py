@@ -19,7 +19,7 @@ from ...plan.batch import Leaf
 from ...plan.local import types as T
 from ...plan.lower import MULT, MapOrigin
 from ..spark.io import read_table, snapshot_frame, spark_schema
-from ..state.keyed import lookup_engine, read_matching
+from ..state.keyed import lookup_engine, matching_rows
 from ..state.manifest import BatchRecord
 from ..state.maps import hot_map
 from ..state.stats import MapRead
@@ -96,8 +96,8 @@ class LeafReader:
                                              rows.num_rows, source)
             else:
                 whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
-                rows = read_matching(store, whole, lookups, lookup_engine(view.ctx))
                 snap = self.restricted[leaf] = whole.restricted(lookups)
+                rows = matching_rows(store, snap, lookups, lookup_engine(view.ctx))
                 self.read_of[leaf] = MapRead(leaf.name, len(snap.files), len(whole.files),
                                              _rows(snap), _rows(whole), rows.num_rows, "delta")
             self.reads.append(self.read_of[leaf])

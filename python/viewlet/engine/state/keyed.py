@@ -45,14 +45,20 @@ FILES_PER_READ = 8
 def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
                   engine=None) -> pa.Table:
     """Exactly the rows of `snap` whose column c holds one of lookups[c]'s values (or NULL
-    when lookups[c] says so) for every c: files skipped by statistics, then the rows of the
-    files left filtered, a few files at a time in Arrow, or, with `engine` (the local
-    target's, local/executor.py) and files on local disk, by DuckDB: its Parquet reader
-    semi-joins the key columns with the values (2-10x faster than Arrow on TPC-H maps, one
-    map and key column at a time, where a batch's keys reach most files). Columns whose values cannot be compared exactly (floating point, timestamps) or
-    do not convert to the column's type are not filtered on (the rows kept are a superset,
-    as with file skipping)."""
-    snap = snap.restricted(lookups)
+    when lookups[c] says so) for every c: files skipped by statistics
+    (`Snapshot.restricted`), then `matching_rows` of the files left."""
+    return matching_rows(store, snap.restricted(lookups), lookups, engine)
+
+
+def matching_rows(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
+                  engine=None) -> pa.Table:
+    """read_matching over a snapshot already restricted to `lookups`: the rows of its files
+    filtered, a few files at a time in Arrow, or, with `engine` (the local target's,
+    local/executor.py) and files on local disk, by DuckDB: its Parquet reader semi-joins the
+    key columns with the values (2-10x faster than Arrow on TPC-H maps, one map and key
+    column at a time, where a batch's keys reach most files). Columns whose values cannot
+    be compared exactly (floating point, timestamps) or do not convert to the column's type
+    are not filtered on (the rows kept are a superset, as with file skipping)."""
     tests = []
     for c, (values, has_null) in lookups.items():
         field = snap.schema.field(c) if c in snap.schema.names else None
