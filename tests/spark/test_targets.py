@@ -254,6 +254,57 @@ WIDE = "SELECT r.a, SUM(r.c) AS sc, COUNT(*) AS n, SUM(s.f) AS sf, AVG(s.f) AS a
        "SUM(r.c * s.f) AS x FROM r JOIN s ON r.b = s.b GROUP BY r.a"
 
 
+def test_create_loads_in_the_driver_what_fits_it(spark, vl, tmp_path, auto, monkeypatch):
+    """Base tables over spark.viewlet.distributed.minChangeRows load in the driver when
+    they are within spark.viewlet.local.maxInputRows and the columns the view reads fit the
+    hot maps' budget (weighed from the files); on the executors when either is passed. The
+    bytes weighed are of the columns read, not of whole rows. Exact on every path."""
+    from viewlet.engine.ops import create
+    work = registered_workload(spark, str(tmp_path), seed=44, rows=40)
+    weighed = []
+    original = create.relation_bytes
+
+    def recorded(*args):
+        weighed.append(original(*args))
+        return weighed[-1]
+
+    monkeypatch.setattr(create, "relation_bytes", recorded)
+    spark.conf.set(settings.MIN_ROWS_CONF, "10")              # the bases hold more rows
+    cases = (({}, "local", "computed in the driver"),
+             ({settings.MEMORY_CONF: "1"}, "distributed", "more than the hot maps' budget"),
+             ({settings.MAX_ROWS_CONF: "10"}, "distributed", f"{settings.MAX_ROWS_CONF} = 10"))
+    try:
+        for i, (confs, engine, reason) in enumerate(cases):
+            for key, value in confs.items():
+                spark.conf.set(key, value)
+            try:
+                spark.sql(f"CREATE INCREMENTAL VIEW tg_fit{i} AS {QUERY}")
+                stats = _last(vl, f"tg_fit{i}")
+                assert stats["engine"] == engine and reason in stats["engine_reason"], stats
+                assert_view_matches(spark, f"tg_fit{i}", QUERY)
+            finally:
+                for key in confs:
+                    spark.conf.unset(key)
+        assert len(weighed) == 2 and weighed[0] == weighed[1] > 0, weighed
+        # r's columns a, b, c and s's b: fewer bytes than whole rows of r and s
+        view = vl.ctx.load("tg_fit0")
+        whole = 0
+        for rel in ("r", "s"):
+            snap = vl.ctx.store.snapshot(view.table_path(rel), vl.ctx.store.version(
+                view.table_path(rel)))
+            whole += sum(s.rows for s in snap.stats) * vl.ctx.store.row_bytes(snap.path,
+                                                                             snap.files)
+        assert weighed[0] < whole, (weighed, whole)
+        work.batch()
+        for i in range(len(cases)):
+            spark.sql(f"REFRESH INCREMENTAL VIEW tg_fit{i}")
+            assert_view_matches(spark, f"tg_fit{i}", QUERY)
+    finally:
+        spark.conf.unset(settings.MIN_ROWS_CONF)
+        for i in range(len(cases)):
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS tg_fit{i}")
+
+
 def test_create_on_the_executors_loads_every_map_from_one_plan(spark, vl, tmp_path, auto,
                                                                 monkeypatch):
     """CREATE on the executors computes the maps as the load program's batch plan, one Spark

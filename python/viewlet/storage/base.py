@@ -230,10 +230,12 @@ class TableStore(ABC):
         footers give (one small read a file, only when the bound would decide)."""
 
     @abstractmethod
-    def row_bytes(self, path: str, files: Sequence[str]) -> Optional[float]:
+    def row_bytes(self, path: str, files: Sequence[str],
+                  columns: Optional[Sequence[str]] = None) -> Optional[float]:
         """Bytes a row of the table at `path` takes in memory as Arrow (strings decoded),
         sampled from the first rows of the first of `files` (URIs of its data files) that
-        can be read and holds rows; None when none can. The policy weighs batches by it."""
+        can be read and holds rows; None when none can. `columns`: only these (all of them
+        when a file lacks one). The policy weighs batches and loads by it."""
 
     @abstractmethod
     def describe_files(self, path: str, relative_paths: Sequence[str]) -> List[DataFile]:

@@ -446,13 +446,16 @@ class DeltaRsStore(TableStore):
         counted = {f.path: f.rows for f in self.describe_files(path, added)} if added else {}
         return total + sum(counted.get(unquote(p), size) for p, size, _ in unknown)
 
-    def row_bytes(self, path, files):
+    def row_bytes(self, path, files, columns=None):
         import pyarrow.parquet as pq
         fs, paths = _filesystem(path, list(files), self.options)
         for name in paths:
             try:
                 source = name if fs is None else fs.open_input_file(name)
-                batch = next(pq.ParquetFile(source).iter_batches(batch_size=ROW_SAMPLE), None)
+                parquet = pq.ParquetFile(source)
+                present = set(parquet.schema_arrow.names)
+                wanted = list(columns) if columns and present.issuperset(columns) else None
+                batch = next(parquet.iter_batches(batch_size=ROW_SAMPLE, columns=wanted), None)
             except OSError:
                 continue            # vacuumed, or unreadable here: another file may do
             if batch is not None and batch.num_rows:

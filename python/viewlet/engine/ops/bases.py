@@ -11,12 +11,14 @@ from typing import Dict, Optional
 from ...errors import ChangeFeedError
 from ...frontend.lexical import quote_identifier
 from ..state.graph import refuse_cycle, upstream_names, upstream_version
-from ..state.program import CompiledView
+from ..state.program import CompiledView, relation_columns
 from .chains import bring_up
 
 log = logging.getLogger("viewlet")
 #: the rows of base tables without statistics: as many as there can be
 UNKNOWN_ROWS = 1 << 62
+#: a relation's row is weighed on this many of its largest files (row_bytes reads the first)
+WEIGHED_FILES = 3
 
 
 def load_versions(ctx, name: str, compiled: CompiledView,
@@ -79,3 +81,26 @@ def relation_rows(ctx, compiled: CompiledView, versions: Dict[str, int]) -> Dict
 def total_rows(each: Dict[str, int]) -> int:
     """All relations' rows (`relation_rows`), UNKNOWN_ROWS when any has no statistics."""
     return min(UNKNOWN_ROWS, sum(each.values()))
+
+
+def relation_bytes(ctx, compiled: CompiledView, versions: Dict[str, int],
+                   each: Dict[str, int]) -> int:
+    """The bytes the columns the view's program reads take in memory as Arrow, over every
+    relation at its load version: its rows (`each`, relation_rows) times a row's bytes,
+    sampled from its largest files (UNKNOWN_ROWS when a relation cannot be weighed)."""
+    columns = relation_columns(compiled.program)
+    total = 0
+    for rel, version in versions.items():
+        rows = each.get(rel, UNKNOWN_ROWS)
+        if not rows:
+            continue
+        if rows >= UNKNOWN_ROWS:
+            return UNKNOWN_ROWS
+        snap = ctx.store.snapshot(compiled.spec.tables[rel].id, version)
+        sizes = [s.rows or 0 for s in snap.stats] if snap.stats else [0] * len(snap.files)
+        largest = [f for _, f in sorted(zip(sizes, snap.files), key=lambda p: -p[0])]
+        width = ctx.store.row_bytes(snap.path, largest[:WEIGHED_FILES], columns.get(rel))
+        if width is None:
+            return UNKNOWN_ROWS
+        total += int(rows * width)
+    return total

@@ -57,7 +57,7 @@ from ..state.stats import BatchStats, OrderedStats
 from ..state.tables import relation_frame
 from ..state.view import LoadedView, Resident
 from . import probe
-from .bases import UNKNOWN_ROWS, load_versions, relation_rows, total_rows
+from .bases import UNKNOWN_ROWS, load_versions, relation_bytes, relation_rows, total_rows
 from .load import (SnapshotSource, collect, create_map, create_result, executor_maps,
                    initial_map, initial_result, load_compiled, local_maps, relation_types,
                    side_by_side, staged, typed_map)
@@ -244,7 +244,8 @@ def _plan_maps(c: _Creation, source: SnapshotSource, frames: Dict[str, DataFrame
     each = relation_rows(c.ctx, c.compiled, source.versions)
     rows = total_rows(each)
     c.progress.base_rows = rows if rows < UNKNOWN_ROWS else None
-    choice = policy.for_load(c.settings, rows)
+    choice = policy.for_load(c.settings, rows,
+                             lambda: relation_bytes(c.ctx, c.compiled, source.versions, each))
     args = (c, source, frames, location_of, output_types, agg_types, layout, each)
     if choice.target == DISTRIBUTED:
         try:        # the maps typed here load in one plan (ops/load.py executor_maps)
