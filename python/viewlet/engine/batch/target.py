@@ -161,7 +161,9 @@ class ArrowTarget(Target):
         tags = packed.column(TAG)
         pieces: Dict[str, List[pa.Table]] = {}
         for b in phase.blocks:
-            rows = packed.filter(pc.equal(tags, b.tag))
+            # only the block's own columns are copied (the others are NULL in its rows)
+            own = sorted(set(b.slots.values()))
+            rows = packed.select(own).filter(pc.equal(tags, b.tag))
             if rows.num_rows == 0:
                 continue
             for members in sharing_rows(b):

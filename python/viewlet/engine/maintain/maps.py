@@ -71,6 +71,10 @@ def cluster_order(program: Program, name: str) -> List[int]:
 def sort_rows(data: pa.Table, keys: Sequence[str], order: Sequence[int]) -> pa.Table:
     if not keys or data.num_rows < 2:
         return data
+    try:        # Arrow sorts and takes from one chunk about twice as fast as from many
+        data = data.combine_chunks()
+    except pa.ArrowInvalid:         # a string column past 2 GB stays chunked
+        pass
     return data.take(pc.sort_indices(data, sort_keys=[(keys[j], "ascending", "at_start")
                                                       for j in order]))
 

@@ -162,8 +162,9 @@ def local_maps(view, versions: Dict[str, int]) -> Dict[str, pa.Table]:
         table = rows.get(name, schema.empty_table())
         if table.num_rows:       # a row is gone when its support (or every column) sums to 0
             zero = view.zero_columns(name)
-            table = table.filter(functools.reduce(
-                pc.or_, [pc.not_equal(table.column(c), 0) for c in zero]))
+            kept = functools.reduce(pc.or_, [pc.not_equal(table.column(c), 0) for c in zero])
+            if kept.null_count or not pc.all(kept).as_py():    # a copy only when one goes
+                table = table.filter(kept)
         out[name] = table
     return out
 
