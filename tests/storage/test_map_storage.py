@@ -270,3 +270,53 @@ def test_duckdb_and_arrow_keep_the_same_rows_of_every_key_type(store, tmp_path):
         assert store.local_parquet(plain_snap) is not None
     finally:
         engine.close()
+
+
+def test_duckdb_sorts_large_maps_in_the_order_arrow_does(monkeypatch):
+    """A map of at least ENGINE_SORT_FROM_ROWS rows is sorted by the local engine: the same
+    key order as Arrow's sort (NULLs first, strings by their bytes, decimals, dates), the
+    same rows and schema; smaller maps are left to Arrow."""
+    import random
+    from viewlet.engine.local.executor import LocalEngine
+    rng = random.Random(11)
+    n = 2000
+
+    def maybe(v):
+        return None if rng.random() < 0.1 else v
+    schema = pa.schema([("k0", pa.string()), ("k1", pa.decimal128(12, 2)), ("k2", pa.date32()),
+                        ("k3", pa.int32()), ("__v", pa.int64())])
+    data = pa.table({
+        "k0": [maybe(rng.choice(["a", "B", "b", "é", "z", "a b", "it's", ""])) for _ in range(n)],
+        "k1": [maybe(Decimal(rng.randrange(-300, 300)) / 100) for _ in range(n)],
+        "k2": [maybe(dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(9))) for _ in range(n)],
+        "k3": [maybe(rng.randrange(-5, 5)) for _ in range(n)],
+        "__v": list(range(n))}, schema=schema)
+    data = pa.concat_tables([data.slice(0, 700), data.slice(700)])        # two chunks
+    keys = ["k0", "k1", "k2", "k3"]
+    engine = LocalEngine(threads=2)
+    sorted_by_engine = []
+    original = engine.sorted_rows
+
+    def counted(table, columns):
+        sorted_by_engine.append(list(columns))
+        return original(table, columns)
+
+    monkeypatch.setattr(engine, "sorted_rows", counted)
+    try:
+        for order in ([0, 1, 2, 3], [3, 2, 0, 1], [1, 0, 3, 2]):
+            want = maps.sort_rows(data, keys, order)
+            below = maps.sort_rows(data, keys, order, engine)        # too small: Arrow's
+            assert below.select(keys).equals(want.select(keys))
+            monkeypatch.setattr(maps, "ENGINE_SORT_FROM_ROWS", 1)
+            got = maps.sort_rows(data, keys, order, engine)
+            monkeypatch.setattr(maps, "ENGINE_SORT_FROM_ROWS", n + 1)
+            assert got.schema == data.schema
+            for j in order:         # ties may differ in order: compare the keys, then the rows
+                assert got.column(keys[j]).to_pylist() == want.column(keys[j]).to_pylist()
+            assert sorted(got.column("__v").to_pylist()) == list(range(n))
+            assert sorted(got.to_pylist(), key=lambda r: r["__v"]) == \
+                sorted(data.to_pylist(), key=lambda r: r["__v"])
+        assert sorted_by_engine == [[keys[j] for j in order]
+                                    for order in ([0, 1, 2, 3], [3, 2, 0, 1], [1, 0, 3, 2])]
+    finally:
+        engine.close()

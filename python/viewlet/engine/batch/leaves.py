@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 from ...plan.batch import Leaf
 from ...plan.local import types as T
 from ...plan.lower import MULT, MapOrigin
+from ..local.executor import available_engine
 from ..spark.io import read_table, snapshot_frame, spark_schema
-from ..state.keyed import lookup_engine, matching_rows
+from ..state.keyed import matching_rows
 from ..state.manifest import BatchRecord
 from ..state.maps import hot_map
 from ..state.stats import MapRead
@@ -97,7 +98,7 @@ class LeafReader:
             else:
                 whole = store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])
                 snap = self.restricted[leaf] = whole.restricted(lookups)
-                rows = matching_rows(store, snap, lookups, lookup_engine(view.ctx))
+                rows = matching_rows(store, snap, lookups, available_engine(view.ctx))
                 self.read_of[leaf] = MapRead(leaf.name, len(snap.files), len(whole.files),
                                              _rows(snap), _rows(whole), rows.num_rows, "delta")
             self.reads.append(self.read_of[leaf])

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import pyarrow as pa
 
@@ -36,6 +36,12 @@ def unavailable() -> Optional[str]:
         return (f"the local target needs DuckDB, which cannot be imported here ({e}); "
                 "reinstall Viewlet or `pip install duckdb` to run small batches in the driver")
     return None
+
+
+def available_engine(ctx) -> Optional["LocalEngine"]:
+    """The context's local engine when DuckDB can be imported, else None (the caller does
+    the work in Arrow)."""
+    return ctx.local_engine if unavailable() is None else None
 
 
 class LocalEngine:
@@ -87,6 +93,16 @@ class LocalEngine:
             if hook is not None:
                 token.forget(hook)
             cursor.close()
+
+    def sorted_rows(self, table: pa.Table, columns: Sequence[str]) -> pa.Table:
+        """`table`'s rows ordered by `columns` (ascending, NULLs first), in `table`'s schema:
+        DuckDB sorts on every core, Arrow on one. Raises LocalEngineError when it cannot."""
+        order = ", ".join('"' + c.replace('"', '""') + '" ASC NULLS FIRST' for c in columns)
+        rows = self.query(f"SELECT * FROM rows ORDER BY {order}", {"rows": table})
+        try:
+            return rows.cast(table.schema)
+        except (pa.ArrowException, ValueError) as e:
+            raise LocalEngineError(f"sorted rows do not convert back: {e}") from e
 
     def close(self):
         with self._lock:

@@ -9,6 +9,7 @@ import time
 from typing import Dict
 
 from ..batch.policy import compacts_on_executors
+from ..local.executor import available_engine
 from ..runtime.progress import Progress
 from ..state.manifest import COMPACTION, BatchRecord
 from ..state.retention import keep_short_history
@@ -61,7 +62,8 @@ def compact_appended(view: LoadedView, record: BatchRecord, appended: Dict[str, 
                                 view.zero_columns(name), cluster,
                                 {"viewlet.view": view.name, COMPACTION: str(record.batch)},
                                 rows=in_memory.all_rows() if in_memory else None,
-                                rows_version=in_memory.version if in_memory else None)
+                                rows_version=in_memory.version if in_memory else None,
+                                engine=available_engine(ctx))
             if compacted is not None:
                 layout, read_version, version, rows = compacted
                 hot.replace_after_compaction(view, name, read_version, version, rows)

@@ -35,6 +35,7 @@ from ..batch.local import LOCAL_FAILURES, failure_text, local_result_rows
 from ..batch.result_sql import multiset_params
 from ..batch.spark import sum_by_keys
 from ..batch.window_sql import window_sql
+from ..local.executor import available_engine
 from ..maintain.maps import cluster_order, write_initial
 from ..maintain.topn import first_rows, prefilter_sql, result_types, sort_keys, visible
 from ..maintain.writes import SideBySide
@@ -348,7 +349,8 @@ def _written_maps(c: _Creation, plan: _Plan, loaded: Iterable[Tuple[str, pa.Tabl
     def write(part: str, data: pa.Table) -> Callable[[], pa.Table]:
         return lambda: write_initial(c.ctx.store, c.ctx.layout.map_table(plan.view.id, part),
                                      data, definition.maps[part].keys,
-                                     definition.maps[part].cluster, txn)
+                                     definition.maps[part].cluster, txn,
+                                     available_engine(c.ctx))
 
     if plan.in_driver is None:
         for part, data in loaded:

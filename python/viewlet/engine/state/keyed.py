@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ...storage.arrow import is_in, plain_types, prunable
 from ...storage.base import Snapshot
-from ..local.executor import LocalEngineError, unavailable
+from ..local.executor import LocalEngineError
 
 
 def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
@@ -30,12 +30,6 @@ def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str
     files: a file an executor wrote may span most of the key range, and its rows would all
     reach the driver (and, on the Spark target, the JVM)."""
     return read_matching(store, store.snapshot(path, version), key_lookups(rows, keys), engine)
-
-
-def lookup_engine(ctx):
-    """The engine read_matching reads local files with: the local target's, when DuckDB can
-    be imported (else None: Arrow reads them)."""
-    return ctx.local_engine if unavailable() is None else None
 
 
 #: files read (and filtered) at a time: the driver holds the matching rows, not the map

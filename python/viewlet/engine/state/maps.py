@@ -7,8 +7,9 @@ from typing import Dict, FrozenSet
 
 import pyarrow as pa
 
+from ..local.executor import available_engine
 from ..local.hotmaps import HotMap
-from .keyed import key_lookups, lookup_engine, read_keys
+from .keyed import key_lookups, read_keys
 
 
 def hot_map(view, name: str, version: int, load: bool = False, spare: bool = False):
@@ -73,4 +74,4 @@ def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys,
     if hot is not None:
         return hot.lookup(key_lookups(rows, keys))
     return read_keys(view.ctx.store, view.map_path(name), version, rows, keys,
-                     lookup_engine(view.ctx))
+                     available_engine(view.ctx))
