@@ -199,9 +199,11 @@ class TableStore(ABC):
     def enable_change_feed(self, path: str) -> None: ...
 
     @abstractmethod
-    def read_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:
+    def read_changes(self, path: str, after_version: int, to_version: int,
+                     columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Rows changed in versions (after_version, to_version], each with `_viewlet_sign`
-        (+1 insert / post-image, -1 delete / pre-image)."""
+        (+1 insert / post-image, -1 delete / pre-image); `columns`: only these (names of
+        the table's columns), else every column."""
 
     @abstractmethod
     def read_file_changes(self, path: str, after_version: int, to_version: int) -> pa.Table:

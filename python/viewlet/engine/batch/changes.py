@@ -15,9 +15,11 @@ def read_batch_changes(view, relation: str, after: int, to: int) -> pa.Table:
     uses: one row per distinct value with its net multiplicity (Hot Dog §6.1)."""
     store = view.ctx.store
     # an upstream incremental view: its result table's changes from its data files
-    read = store.read_file_changes if view.compiled.spec.tables[relation].view else store.read_changes
-    changes = read(view.table_path(relation), after, to)
     cols = view.columns_of(relation)
+    if view.compiled.spec.tables[relation].view:
+        changes = store.read_file_changes(view.table_path(relation), after, to)
+    else:
+        changes = store.read_changes(view.table_path(relation), after, to, cols)
     if changes.num_rows == 0:
         return changes.select(cols).append_column(MULT, pa.array([], pa.int64()))
     grouped = changes.group_by(cols, use_threads=False).aggregate([("_viewlet_sign", "sum")]) \

@@ -158,7 +158,7 @@ class ArrowTarget(Target):
     there."""
 
     def split(self, view, phase: Phase, packed: pa.Table) -> Dict[str, List[pa.Table]]:
-        by_tag = rows_by_tag(packed) if len(phase.blocks) > 1 else None
+        by_tag = rows_by_tag(packed)
         pieces: Dict[str, List[pa.Table]] = {}
         for b in phase.blocks:
             own = sorted(set(b.slots.values()))    # the others are NULL in the block's rows

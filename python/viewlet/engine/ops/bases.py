@@ -87,7 +87,8 @@ def relation_bytes(ctx, compiled: CompiledView, versions: Dict[str, int],
                    each: Dict[str, int]) -> int:
     """The bytes the columns the view's program reads take in memory as Arrow, over every
     relation at its load version: its rows (`each`, relation_rows) times a row's bytes,
-    sampled from its largest files (UNKNOWN_ROWS when a relation cannot be weighed)."""
+    sampled from its largest files (UNKNOWN_ROWS, as many as there can be, when a relation
+    cannot be weighed)."""
     columns = relation_columns(compiled.program)
     total = 0
     for rel, version in versions.items():
