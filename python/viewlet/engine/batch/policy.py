@@ -269,7 +269,7 @@ def for_load(settings: Settings, base_rows: int, base_bytes: Callable[[], int]) 
     definition the local target cannot translate loads on Spark: `after_failed_load`).
     In the driver DuckDB computes the maps with no Spark job, and they stay hot for the
     first batches: TPC-H Q5's fifteen maps at SF 1 (7.7 million base rows) load in about a
-    fifth of the executors' time. The result of a top-N view is still cut to its first rows
+    quarter of the executors' time. The result of a top-N view is still cut to its first rows
     in the driver."""
     engine = settings.engine
     if engine == DISTRIBUTED:
