@@ -55,6 +55,21 @@ def _projected(net, columns):
     return {k: v for k, v in out.items() if v}
 
 
+def test_a_read_of_some_columns_takes_any_column_name(tmp_path):
+    """Column names delta-rs would parse otherwise as SQL (a quote, a double quote, a
+    backtick, a space, capitals, a non-ASCII letter) are read by a projection like any."""
+    names = ["Ab", "it's", 'q"x', "t`b", "c d", "ü"]
+    path = str(tmp_path / "odd")
+    write_deltalake(path, pa.table({n: [1, 2] for n in names}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    write_deltalake(path, pa.table({n: [i + 3] for i, n in enumerate(names)}), mode="append")
+    for name in names:
+        changes = DeltaRsStore().read_changes(path, 0, 1, [name, "Ab"] if name != "Ab" else [name])
+        want = [name, "Ab"] if name != "Ab" else [name]
+        assert changes.column_names == want + ["_viewlet_sign"], name
+        assert changes.column(name).to_pylist() == [names.index(name) + 3]
+
+
 def _difference(path, after, to):
     before, now = _rows_at(path, after), _rows_at(path, to)
     out = {k: now[k] - before[k] for k in set(before) | set(now)}

@@ -385,18 +385,15 @@ class DeltaRsStore(TableStore):
     def read_changes(self, path: str, after_version: int, to_version: int,
                      columns: Optional[Sequence[str]] = None) -> pa.Table:
         dt = self._table_holding(path, to_version)
-        # only the columns asked for: a wide table's other columns (TPC-H lineitem's
-        # comments) were most of a large batch's read
-        wanted = None if columns is None else \
-            list(dict.fromkeys(list(columns) + ["_change_type", "_commit_version"]))
+        first, to = after_version + 1, to_version
         try:
-            reader = dt.load_cdf(starting_version=after_version + 1, ending_version=to_version,
-                                 columns=wanted)
-            table = pa.table(reader)
+            table = _projected_cdf(dt, first, to, columns)
+            if table is None:
+                table = pa.table(dt.load_cdf(starting_version=first, ending_version=to))
         except Exception as e:
             raise ChangeFeedError(
-                f"Cannot read the change data feed of {path} for versions {after_version + 1}.."
-                f"{to_version} ({e}). The feed must be on for every version since the view was "
+                f"Cannot read the change data feed of {path} for versions {first}.."
+                f"{to} ({e}). The feed must be on for every version since the view was "
                 "created and the history must not be vacuumed; REFRESH INCREMENTAL VIEW <name> "
                 "FULL rebuilds the view from the current data.") from None
         table = plain_types(table)
@@ -901,6 +898,23 @@ def _file_stats(dt, files, columns) -> Optional[tuple]:
     return tuple(FileStats(rows[i] if rows else None, per_column("null_count", i),
                            per_column("min", i), per_column("max", i),
                            sizes[i] if sizes else 0) for i in order)
+
+
+def _projected_cdf(dt, first: int, to: int, columns: Optional[Sequence[str]]):
+    """The change data feed of versions first..to with only `columns` (and the change type
+    and version), or None when no projection is asked for or delta-rs cannot make it (the
+    caller reads every column). delta-rs parses the names as SQL: each is quoted. Only the
+    columns a view uses: a wide table's others (TPC-H lineitem's comments) were most of a
+    large batch's read."""
+    if columns is None:
+        return None
+    wanted = list(dict.fromkeys(list(columns) + ["_change_type", "_commit_version"]))
+    quoted = ['"' + c.replace('"', '""') + '"' for c in wanted]
+    try:
+        table = pa.table(dt.load_cdf(starting_version=first, ending_version=to, columns=quoted))
+    except Exception:        # a name delta-rs reads otherwise: the whole feed, then select
+        return None
+    return table.select(wanted) if set(table.column_names) == set(wanted) else None
 
 
 def _repair_updates(dt, path: str, changes: pa.Table, versions, after_version: int,
