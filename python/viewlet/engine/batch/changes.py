@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ...plan.lower import MULT
 from ...storage.update_feed import SIGN_COLUMN as SIGN
-from ..local.executor import LocalEngineError, available_engine
+from ..local.executor import LocalEngineError, available_engine, quoted_name
 
 
 #: changes of at least this many rows are netted by DuckDB, on every core (Arrow's group-by
@@ -51,16 +51,12 @@ def netted_by_engine(engine, changes: pa.Table, cols: List[str]) -> Optional[pa.
     there is no engine or it cannot."""
     if engine is None:
         return None
-    keys = ", ".join(_quoted(c) for c in cols)
+    keys = ", ".join(quoted_name(c) for c in cols)
     schema = changes.select(cols).schema.append(pa.field(MULT, pa.int64()))
     try:
-        rows = engine.query(f"SELECT {keys}, CAST(SUM({_quoted(SIGN)}) AS BIGINT) AS "
-                            f"{_quoted(MULT)} FROM changes GROUP BY {keys} HAVING "
-                            f"SUM({_quoted(SIGN)}) <> 0", {"changes": changes})
+        rows = engine.query(f"SELECT {keys}, CAST(SUM({quoted_name(SIGN)}) AS BIGINT) AS "
+                            f"{quoted_name(MULT)} FROM changes GROUP BY {keys} HAVING "
+                            f"SUM({quoted_name(SIGN)}) <> 0", {"changes": changes})
         return rows.cast(schema)
     except (LocalEngineError, pa.ArrowException, ValueError):
         return None
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

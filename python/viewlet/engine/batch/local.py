@@ -21,7 +21,7 @@ from ...plan.local import types as T
 from ...plan.local.translate import Translator
 from ...plan.local.types import NotLocal
 from ...plan.lower import q
-from ..local.executor import LocalEngineError
+from ..local.executor import LocalEngineError, quoted_name
 from ..state.settings import LOCAL
 from .leaves import ArrowLeaves, LeafReader, leaf_columns
 from .result_sql import COPIES, multiset_params, result_rows_sql
@@ -30,11 +30,6 @@ from .window_sql import window_input_types, window_sql
 
 #: a map delta's pieces of this many rows or more are summed by DuckDB (LocalTarget.sum)
 DUCKDB_SUM_FROM_ROWS = 200_000
-
-
-def _duck_quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
 
 #: a local batch failing with one of these runs again on Spark
 LOCAL_FAILURES = (LocalEngineError, NotLocal, MemoryError)
@@ -72,8 +67,8 @@ class LocalTarget(ArrowTarget):
         if sum(p.num_rows for p in pieces) < DUCKDB_SUM_FROM_ROWS:
             return super().sum(view, name, pieces)
         schema = view.map_schema(name)
-        keys = ", ".join(_duck_quote(k) for k in schema.keys)
-        sums = ", ".join(f"SUM({_duck_quote(c)}) AS {_duck_quote(c)}" for c in schema.values)
+        keys = ", ".join(quoted_name(k) for k in schema.keys)
+        sums = ", ".join(f"SUM({quoted_name(c)}) AS {quoted_name(c)}" for c in schema.values)
         sql = f"SELECT {keys + ', ' if keys else ''}{sums} FROM pieces" + \
             (f" GROUP BY {keys}" if keys else "")
         rows = self.view.ctx.local_engine.query(sql, {"pieces": pa.concat_tables(pieces)})

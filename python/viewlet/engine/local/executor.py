@@ -38,6 +38,11 @@ def unavailable() -> Optional[str]:
     return None
 
 
+def quoted_name(name: str) -> str:
+    """A column or table name as a DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def available_engine(ctx) -> Optional["LocalEngine"]:
     """The context's local engine when DuckDB can be imported, else None (the caller does
     the work in Arrow)."""
@@ -97,7 +102,7 @@ class LocalEngine:
     def sorted_rows(self, table: pa.Table, columns: Sequence[str]) -> pa.Table:
         """`table`'s rows ordered by `columns` (ascending, NULLs first), in `table`'s schema:
         DuckDB sorts on every core, Arrow on one. Raises LocalEngineError when it cannot."""
-        order = ", ".join('"' + c.replace('"', '""') + '" ASC NULLS FIRST' for c in columns)
+        order = ", ".join(f"{quoted_name(c)} ASC NULLS FIRST" for c in columns)
         rows = self.query(f"SELECT * FROM rows ORDER BY {order}", {"rows": table})
         try:
             return rows.cast(table.schema)
