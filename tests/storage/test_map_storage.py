@@ -11,7 +11,8 @@ import pytest
 
 from viewlet.engine.maintain import maps
 from viewlet.engine.state import stats
-from viewlet.engine.state.keyed import key_lookups, read_keys
+from viewlet.engine.state.keyed import read_keys
+from viewlet.storage.arrow import key_lookups
 from viewlet.storage.base import FileStats, Snapshot
 from viewlet.storage.deltars import DeltaRsStore
 

@@ -7,7 +7,7 @@ column keeps its type (its sums are cast back to it).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Dict, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,6 +78,15 @@ def plain_types(table: pa.Table) -> pa.Table:
             t, changed = pa.int64(), True
         fields.append(pa.field(f.name, t, f.nullable))
     return table.cast(pa.schema(fields)) if changed else table
+
+
+def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
+    """{key column: (distinct non-NULL values, whether NULL occurs)} of `rows`."""
+    out = {}
+    for k in keys:
+        column = rows.column(k)
+        out[k] = ({v for v in pc.unique(column).to_pylist() if v is not None}, column.null_count > 0)
+    return out
 
 
 def is_in(column, values: pa.Array, has_null: bool):

@@ -305,11 +305,12 @@ class TableStore(ABC):
     @abstractmethod
     def rewrite(self, path: str, data: pa.Table, read_version: int, rows_per_file: int,
                 metadata: Optional[Dict[str, str]] = None,
-                files: Optional[Sequence[str]] = None) -> bool:
+                files: Optional[Sequence[str]] = None, txn: Optional[Txn] = None) -> bool:
         """Replace the files of version `read_version` (only `files` of them, as the
-        version's Snapshot names them, when given) by `data`, written in order in files of
-        `rows_per_file` rows, in one commit; files committed after `read_version` stay.
-        False (nothing changed) if a later commit removed any of those files."""
+        version's Snapshot names them, when given: then no file when `data` is empty) by
+        `data`, written in order in files of `rows_per_file` rows, in one commit (carrying
+        `txn` when given); files committed after `read_version` stay. False (nothing
+        changed) if a later commit removed any of those files."""
 
     @abstractmethod
     def vacuum(self, path: str, keep_version: int) -> int:
@@ -330,8 +331,9 @@ class TableStore(ABC):
     def merge_replace(self, path: str, source: pa.Table, keys: Sequence[str],
                       op_column: str, txn: Optional[Txn] = None,
                       metadata: Optional[Dict[str, str]] = None) -> Dict:
-        """Source rows with op 'del' delete every target row with their keys; rows with op
-        'ins' are inserted (one MERGE, so the change commits atomically)."""
+        """Source rows with op 'del' delete every target row with their keys (NULL equal
+        to NULL); rows with op 'ins' are inserted, in one commit (a MERGE, or the files
+        holding a deleted key rewritten: storage/replace.py)."""
 
     @abstractmethod
     def delete_where_equal(self, path: str, column: str, value: str,

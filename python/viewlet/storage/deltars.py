@@ -17,6 +17,7 @@ from ..errors import ChangeFeedError, ConcurrentUpdate, TableNotFound, ViewletEr
 from .arrow import plain_types
 from .base import (ChangeFile, Commit, DataFile, FileStats, Snapshot, TableState, TableStore,
                    Txn)
+from .replace import REWRITE_ROWS_PER_FILE, plain_table, rewrite_for
 from .update_feed import (SIGN_COLUMN, CommitLog, change_files,
                           changes_deletion_vectors, is_unreliable_update, records, rows_from_files,
                           without_rows)
@@ -386,6 +387,9 @@ class DeltaRsStore(TableStore):
                      columns: Optional[Sequence[str]] = None) -> pa.Table:
         dt = self._table_holding(path, to_version)
         first, to = after_version + 1, to_version
+        appended = _appended_rows(dt, path, first, to, columns, self.options)
+        if appended is not None:
+            return appended
         try:
             table = _projected_cdf(dt, first, to, columns)
             if table is None:
@@ -535,7 +539,8 @@ class DeltaRsStore(TableStore):
     def add_rows(self, path, rows, txn, metadata=None):
         return self.append_once(path, rows, txn, metadata)
 
-    def rewrite(self, path, data, read_version, rows_per_file, metadata=None, files=None):
+    def rewrite(self, path, data, read_version, rows_per_file, metadata=None, files=None,
+                txn=None):
         from deltalake.transaction import RemoveAction
         dt = self._table(path, read_version)
         removed = []
@@ -543,13 +548,14 @@ class DeltaRsStore(TableStore):
             named = self.file_paths(path, read_version)
             now = int(time.time() * 1000)
             removed = [RemoveAction(named[f.rsplit("/", 1)[-1]], True, now) for f in files]
-        actions = _write_files(path, data, rows_per_file, self.options)
+        actions = _write_files(path, data, rows_per_file, self.options) \
+            if data.num_rows or files is None else []
         before = dt.version()
         try:
             dt.create_write_transaction(actions + removed,
                                         mode="overwrite" if files is None else "append",
                                         schema=dt.schema(),
-                                        commit_properties=_commit(None, metadata),
+                                        commit_properties=_commit(txn, metadata),
                                         post_commithook_properties=_hooks())
         except Exception as e:
             _delete_files(path, [a.path for a in actions], self.options)
@@ -640,6 +646,8 @@ class DeltaRsStore(TableStore):
         dt = self._table(path)
         if _done(dt, txn):       # applied before (a re-run batch): never twice
             return None
+        if self._replaced_by_rewrite(path, dt, source, keys, op_column, txn, metadata):
+            return None
         merge = dt.merge(source, predicate=on, source_alias="s", target_alias="t",
                          commit_properties=_commit(txn, metadata),
                          post_commithook_properties=_hooks())
@@ -651,6 +659,22 @@ class DeltaRsStore(TableStore):
         metrics = _committing(path, merge.execute)
         self._committed(path, dt, before)
         return metrics
+
+    def _replaced_by_rewrite(self, path, dt, source, keys, op_column, txn, metadata) -> bool:
+        """merge_replace by rewriting the files that hold a deleted key (storage/replace.py);
+        False, nothing written, when the MERGE must do it: a table or key type the rewrite
+        does not handle, nothing to remove or add, or a concurrent commit took those files."""
+        snap = self.snapshot(path, dt.version())
+        if not plain_table(snap, dt.protocol().writer_features, self.change_feed_enabled(path)):
+            return False
+        op = source.column(op_column)
+        deleted = source.filter(pc.equal(op, "del")).select(list(keys))
+        inserted = source.filter(pc.equal(op, "ins")).drop_columns([op_column])
+        plan = rewrite_for(self.read_files, snap, deleted, inserted, keys)
+        if plan is None or not (plan.removed or plan.rows.num_rows):
+            return False
+        return self.rewrite(path, plan.rows, snap.version, REWRITE_ROWS_PER_FILE, metadata,
+                            files=plan.removed, txn=txn)
 
     def delete_where_equal(self, path, column, value, txn=None):
         literal = "'" + value.replace("'", "''") + "'"
@@ -898,6 +922,37 @@ def _file_stats(dt, files, columns) -> Optional[tuple]:
     return tuple(FileStats(rows[i] if rows else None, per_column("null_count", i),
                            per_column("min", i), per_column("max", i),
                            sizes[i] if sizes else 0) for i in order)
+
+
+def _appended_rows(dt, path: str, first: int, to: int, columns: Optional[Sequence[str]],
+                   options) -> Optional[pa.Table]:
+    """The change of versions first..to when every one of those commits only added files
+    (appends: no removes, change data files or deletion vectors): the added files' rows, each
+    +1, read from the files as the change data feed would read them; None otherwise. A
+    refresh after a small append read it through delta-rs's change-feed query in several
+    milliseconds, the file itself in one."""
+    # Raw log entries: no deltalake API lists one commit's actions (see CommitLog).
+    log = _commit_log(dt, options)
+    commits = []
+    for v in range(first, to + 1):
+        actions = log.actions(v)
+        if actions is None or not _only_appends(actions):
+            return None
+        commits.append((v, actions))
+    schema = plain_types(pa.schema(dt.schema().to_arrow()).empty_table()).schema
+    if columns is not None:
+        if any(c not in schema.names for c in columns):
+            return None
+        schema = pa.schema([schema.field(c) for c in dict.fromkeys(columns)])
+    parts = [rows_from_files(log, path, v, actions, schema) for v, actions in commits]
+    return pa.concat_tables(parts) if parts else rows_from_files(log, path, first, [], schema)
+
+
+def _only_appends(actions) -> bool:
+    """A commit whose data actions are added files without deletion vectors."""
+    adds = [a["add"] for a in actions if "add" in a]
+    return bool(adds) and not any("remove" in a or "cdc" in a for a in actions) and \
+        not any(a.get("deletionVector") for a in adds)
 
 
 def _projected_cdf(dt, first: int, to: int, columns: Optional[Sequence[str]]):

@@ -78,17 +78,18 @@ class CommitLog:
             fs, full = self.fs, self._path(path)
         stored = [c for c in columns if c not in partition_values]
         table = pq.read_table(full, columns=stored, filesystem=fs)
-        out = []
+        out = table.select([])          # no columns asked for: still the file's row count
         for c in columns:
             field = schema.field(c)
             if c in partition_values:
                 raw = partition_values[c]
                 value = pa.array([raw] * table.num_rows, pa.string())
-                out.append(value.cast(field.type) if raw is not None
-                           else pa.nulls(table.num_rows, field.type))
+                value = value.cast(field.type) if raw is not None \
+                    else pa.nulls(table.num_rows, field.type)
             else:
-                out.append(table.column(c).cast(field.type))
-        return pa.Table.from_arrays(out, schema=pa.schema([schema.field(c) for c in columns]))
+                value = table.column(c).cast(field.type)
+            out = out.append_column(field, value)
+        return out
 
 
 def is_unreliable_update(actions: List[Dict]) -> bool:

@@ -9,18 +9,9 @@ from typing import Dict, Optional, Sequence, Set, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import is_in, plain_types, prunable
+from ...storage.arrow import is_in, key_lookups, plain_types, prunable
 from ...storage.base import Snapshot
 from ..local.executor import LocalEngineError
-
-
-def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
-    """{key column: (distinct non-NULL values, whether NULL occurs)} of `rows`."""
-    out = {}
-    for k in keys:
-        column = rows.column(k)
-        out[k] = ({v for v in pc.unique(column).to_pylist() if v is not None}, column.null_count > 0)
-    return out
 
 
 def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str],

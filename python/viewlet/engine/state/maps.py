@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from ..local.executor import available_engine
 from ..local.hotmaps import HotMap
-from .keyed import key_lookups, read_keys
+from ...storage.arrow import key_lookups
+from .keyed import read_keys
 
 
 def hot_map(view, name: str, version: int, load: bool = False, spare: bool = False):
