@@ -51,6 +51,8 @@ def rewrite_for(read_files, snap: Snapshot, deleted: pa.Table, inserted: pa.Tabl
     schema = snap.schema
     if any(k not in schema.names or not _matchable(schema.field(k).type) for k in keys):
         return None
+    if sorted(inserted.column_names) != sorted(schema.names):
+        return None                  # the MERGE says what a column too many or too few means
     try:
         inserted = inserted.select(schema.names).cast(schema)
     except (KeyError, pa.ArrowException, ValueError):
