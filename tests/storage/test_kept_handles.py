@@ -108,3 +108,44 @@ def test_a_dropped_tables_known_version_is_forgotten(tmp_path):
     store.drop(path)
     DeltaRsStore().create(path, ROWS)         # the same path again, from version 0
     assert store.version(path) == 0
+
+
+def test_another_writers_appends_are_followed_from_its_log(tmp_path, updates):
+    """A base table's appends are seen by reading their log entries, without delta-rs
+    bringing the kept handle up to date; a commit that changes the metadata, one past
+    FOLLOW_COMMITS, a delete or a table created again at the path brings it up to date."""
+    from deltalake import write_deltalake
+    path = str(tmp_path / "base")
+    write_deltalake(path, ROWS, configuration={"delta.enableChangeDataFeed": "true"})
+    store = DeltaRsStore()
+    first = store.observe(path)
+    for i in range(3):
+        write_deltalake(path, pa.table({"k": pa.array([10 + i], pa.int64())}), mode="append")
+    assert store.observe(path).version == 3 and not updates
+    changes = store.read_changes(path, 0, 3, ["k"])
+    assert sorted(changes.column("k").to_pylist()) == [10, 11, 12] and not updates
+    assert store.change_rows_estimate(path, 0, 3) == 3 and not updates
+    # a new column: the metadata changed, so the handle is brought up to date
+    write_deltalake(path, pa.table({"k": pa.array([20], pa.int64()), "w": ["x"]}),
+                    mode="append", schema_mode="merge")
+    state = store.observe(path)
+    assert state.version == 4 and "w" in state.schema.names and len(updates) == 1
+    # a delete is read from the change feed, whose query needs the handle at its version
+    DeltaTable(path).delete("k = 10")
+    assert store.observe(path).version == 5
+    gone = store.read_changes(path, 4, 5, ["k"])
+    assert gone.column("k").to_pylist() == [10] and gone.column("_viewlet_sign").to_pylist() == [-1]
+    # more appends than a handle is followed across
+    for i in range(deltars.FOLLOW_COMMITS + 2):
+        write_deltalake(path, pa.table({"k": pa.array([i], pa.int64()), "w": ["y"]}), mode="append")
+    before = len(updates)
+    assert store.observe(path).version == 5 + deltars.FOLLOW_COMMITS + 2
+    assert len(updates) == before + 1
+    # a table created again at the path: another table, whatever its versions
+    import shutil
+    shutil.rmtree(path)
+    write_deltalake(path, pa.table({"z": [1]}))
+    for _ in range(2):
+        write_deltalake(path, pa.table({"z": [2]}), mode="append")
+    again = store.observe(path)
+    assert again.version == 2 and again.table_id != first.table_id and again.schema.names == ["z"]

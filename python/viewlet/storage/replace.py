@@ -10,7 +10,8 @@ here (measured on local disk, deltalake 1.6.6).
 
 Keys match as a GROUP BY groups them: NULL equals NULL. Tables this does not handle
 (partitioned, the change data feed on, writer features beyond the plain ones, key types
-Arrow cannot compare exactly) are left to the MERGE (`matching_rows` returns None)."""
+Arrow cannot compare exactly) are left to the MERGE (`plain_table` is false, or
+`rewrite_for` returns None)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
