@@ -123,7 +123,7 @@ OWN_TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 FRESH_HANDLE_SECONDS = 60.0
 #: new commits of another writer's local table a kept handle is followed across by reading
 #: their log entries (`_followed`) instead of being brought up to date: delta-rs replays
-#: the log from the last checkpoint, 2.5-7 ms for a table checkpointed every 100 commits
+#: the log from the last checkpoint, which costs more the more commits since it
 FOLLOW_COMMITS = 32
 _clock = time.monotonic
 

@@ -5,8 +5,8 @@
 doing it here changes no file layout: the files holding a deleted key are read, their other
 rows and the inserted ones written as new files, and one commit removes the old files and
 adds the new. What it saves is the MERGE's query planning and its join over the whole
-table: a batch that changes one group of a small result took 14 ms through MERGE, 8 ms
-here (measured on local disk, deltalake 1.6.6).
+table (integration/bench/RESULTS.md: Q1's and Q6's result writes took half the time or
+less).
 
 Keys match as a GROUP BY groups them: NULL equals NULL. Tables this does not handle
 (partitioned, the change data feed on, writer features beyond the plain ones, key types
