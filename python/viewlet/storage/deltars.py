@@ -137,7 +137,7 @@ def _split_properties(properties: Optional[Dict[str, str]]):
 
 
 def quote(name: str) -> str:
-    """A column name as a DataFusion SQL identifier (used in MERGE predicates)."""
+    """A column name as a DataFusion SQL identifier (MERGE predicates, change-feed projections)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -303,9 +303,7 @@ class DeltaRsStore(TableStore):
         else:
             dt = self._table(path)
             version = dt.version()
-        conf = dt.metadata().configuration
-        return TableState(version, dt.metadata().id,
-                          str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
+        return TableState(version, dt.metadata().id, _feed_on(dt),
                           pa.schema(dt.schema().to_arrow()))
 
     def _forget_snapshots(self, path: str) -> None:
@@ -413,8 +411,7 @@ class DeltaRsStore(TableStore):
         return self._table(path, version).metadata().id
 
     def change_feed_enabled(self, path: str) -> bool:
-        conf = self._table(path).metadata().configuration
-        return str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+        return _feed_on(self._table(path))
 
     def enable_change_feed(self, path: str) -> None:
         try:
@@ -708,7 +705,7 @@ class DeltaRsStore(TableStore):
         False, nothing written, when the MERGE must do it: a table or key type the rewrite
         does not handle, nothing to remove or add, or a concurrent commit took those files."""
         snap = self.snapshot(path, dt.version())
-        if not plain_table(snap, dt.protocol().writer_features, self.change_feed_enabled(path)):
+        if not plain_table(snap, dt.protocol().writer_features, _feed_on(dt)):
             return False
         op = source.column(op_column)
         deleted = source.filter(pc.equal(op, "del")).select(list(keys))
@@ -991,6 +988,11 @@ def _appended_rows(dt, path: str, first: int, to: int, columns: Optional[Sequenc
     return pa.concat_tables(parts) if parts else rows_from_files(log, path, first, [], schema)
 
 
+def _feed_on(dt) -> bool:
+    """Whether the handle's version has the change data feed on."""
+    return str(dt.metadata().configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
 def _only_appends(actions) -> bool:
     """A commit that only added files, without deletion vectors (no removes, change data
     files, metadata or protocol changes)."""
@@ -1009,7 +1011,7 @@ def _projected_cdf(dt, first: int, to: int, columns: Optional[Sequence[str]]):
     if columns is None:
         return None
     wanted = list(dict.fromkeys(list(columns) + ["_change_type", "_commit_version"]))
-    quoted = ['"' + c.replace('"', '""') + '"' for c in wanted]
+    quoted = [quote(c) for c in wanted]
     try:
         table = pa.table(dt.load_cdf(starting_version=first, ending_version=to, columns=quoted))
     except Exception:        # a name delta-rs reads otherwise: the whole feed, then select

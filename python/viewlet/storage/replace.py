@@ -102,7 +102,7 @@ def matching(rows: pa.Table, keys_table: pa.Table, keys: Sequence[str]) -> Optio
         right += [pc.fill_null(other, filled), pc.is_null(other)]
     names = [f"k{i}" for i in range(len(left))]
     probe = pa.table(left + [pa.array(np.arange(rows.num_rows))], names=names + [_INDEX])
-    build = pa.table(right, names=names).group_by(names).aggregate([])
+    build = pa.table(right, names=names)
     found = probe.join(build, keys=names, join_type="left semi").column(_INDEX)
     mask = np.zeros(rows.num_rows, dtype=bool)
     mask[found.to_numpy()] = True
@@ -123,9 +123,6 @@ def _filler(t: pa.DataType) -> pa.Scalar:
         return pa.scalar(b"", t)
     if pa.types.is_boolean(t):
         return pa.scalar(False)
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        return pa.scalar(0, pa.int64() if pa.types.is_timestamp(t) or t == pa.date64()
-                         else pa.int32()).cast(t)
     if pa.types.is_decimal(t):
         return pa.scalar(Decimal(0), t)
-    return pa.scalar(0, t)
+    return pa.scalar(0, t)          # integers, dates and timestamps: 0, the epoch

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ...storage.arrow import is_in, key_lookups, plain_types, prunable
 from ...storage.base import Snapshot
-from ..local.executor import LocalEngineError
+from ..local.executor import LocalEngineError, quoted_name
 
 
 def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str],
@@ -98,18 +98,14 @@ def _semi_joined(store, engine, snap: Snapshot, tests) -> Optional[pa.Table]:
         name = f"__viewlet_keys{i}"
         tables[name] = pa.table({"v": typed})
         equal = "IS NOT DISTINCT FROM" if has_null else "="
-        joins.append(f"SEMI JOIN {name} ON m.{_quote(c)} {equal} {name}.v")
+        joins.append(f"SEMI JOIN {name} ON m.{quoted_name(c)} {equal} {name}.v")
     if not joins:
         return None
     files = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-    columns = ", ".join(f"m.{_quote(c)}" for c in snap.schema.names)
+    columns = ", ".join(f"m.{quoted_name(c)}" for c in snap.schema.names)
     sql = f"SELECT {columns} FROM read_parquet([{files}]) AS m " + " ".join(joins)
     try:
         rows = engine.query(sql, tables)
         return rows.cast(plain_types(snap.schema.empty_table()).schema)
     except (LocalEngineError, pa.ArrowException, ValueError):
         return None
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
