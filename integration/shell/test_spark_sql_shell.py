@@ -4,10 +4,10 @@ with -e, -f and SQL on stdin; the first Viewlet statement attaches a Python driv
 Each shell launch costs 15-40 s, so one module-scoped warehouse and Delta table go through
 three launches in order (create, refresh after appends, refresh after a delete); every check
 compares the view's printed rows with the aggregate computed by pyarrow over the same Delta
-data. A fourth launch checks the attach error for a Python without Viewlet, a fifth runs a
-script written for Databricks (MATERIALIZED VIEW, SCHEDULE, FULL, viewlet_history) ending in
-a table Viewlet does not know, a sixth writes Delta tables with Spark SQL in a shell started
-without --delta.
+data. A fourth launch checks the attach error for a Python without Viewlet; a fifth, going on
+after failed statements, runs a script written for Databricks (MATERIALIZED VIEW, SCHEDULE,
+FULL, viewlet_history), writes Delta tables with Spark SQL in a shell started without
+--delta, and ends in a table Viewlet does not know.
 """
 from __future__ import annotations
 
@@ -217,31 +217,41 @@ def test_attach_error_names_python_without_viewlet(place, tmp_path):
 
 @pytest.fixture(scope="module")
 def databricks_statements(place, refreshed_from_stdin):
-    """Launch 5 (of 5), `viewlet sql -f`: a script written for Databricks (MATERIALIZED VIEW,
-    SCHEDULE, FULL), the history table function, EXPLAIN, then a table Viewlet does not
-    know (the last statement: its error ends the run)."""
+    """Launch 5 (of 5), `viewlet sql -f` started without --delta, going on after a failed
+    statement (hive.cli.errors.ignore): a script written for Databricks (MATERIALIZED VIEW,
+    SCHEDULE, FULL), the history table function, EXPLAIN; then a read of the Delta table by
+    path and statements that need delta-spark, a query after them, and last a table Viewlet
+    does not know (the run's exit status is the last statement's)."""
+    table = place["table"]
     script = Path(place["cwd"]) / "databricks.sql"
     script.write_text(
         f"CREATE MATERIALIZED VIEW mv_counts SCHEDULE EVERY 1 HOUR AS\n"
-        f"  SELECT k, COUNT(*) AS n FROM delta.`{place['table']}` GROUP BY k;\n"
+        f"  SELECT k, COUNT(*) AS n FROM delta.`{table}` GROUP BY k;\n"
         "ALTER MATERIALIZED VIEW mv_counts DROP SCHEDULE;\n"
         "REFRESH MATERIALIZED VIEW mv_counts FULL;\n"
         "SELECT 'hist' AS tag, batch, status, message FROM viewlet_history('mv_counts');\n"
         "SELECT 'mvrow' AS tag, k, n FROM mv_counts ORDER BY k;\n"
         "EXPLAIN MATERIALIZED VIEW mv_counts;\n"
         "DROP MATERIALIZED VIEW mv_counts;\n"
+        f"SELECT 'count' AS tag, COUNT(*) FROM delta.`{table}`;\n"
+        "CREATE TABLE sales (k BIGINT) USING delta;\n"
+        f"INSERT INTO delta.`{table}` VALUES (9, 9);\n"
+        f"VACUUM delta.`{table}`;\n"
+        "SELECT 'after' AS tag, 1;\n"
         "CREATE MATERIALIZED VIEW mv_missing AS SELECT k FROM no_such_table;\n")
-    data = DeltaTable(place["table"]).to_pyarrow_table()
+    data = DeltaTable(table).to_pyarrow_table()
     counts = data.group_by("k").aggregate([("k", "count")]).sort_by("k")
     expected = [(str(k), str(n)) for k, n in zip(counts["k"].to_pylist(),
                                                  counts["k_count"].to_pylist())]
-    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS, "-f", str(script)],
+    version = DeltaTable(table).version()
+    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS,
+                       "--hiveconf", "hive.cli.errors.ignore=true", "-f", str(script)],
                       cwd=place["cwd"])
-    return res, expected
+    return res, expected, version, data.num_rows
 
 
 def test_databricks_statements_in_the_shell(databricks_statements):
-    res, expected = databricks_statements
+    res, expected, _, _ = databricks_statements
     assert printed_rows(res.stdout, "mvrow") == expected, res.stderr[-3000:]
     assert printed_rows(res.stdout, "hist") == [("1", "rebuilt", "REFRESH ... FULL"),
                                                 ("0", "created", "NULL")]
@@ -251,34 +261,15 @@ def test_databricks_statements_in_the_shell(databricks_statements):
 
 
 def test_missing_table_error_offers_sql(databricks_statements):
-    res, _ = databricks_statements
+    res, _, _, _ = databricks_statements
     assert res.returncode != 0                            # the last statement failed
     assert "Table 'no_such_table' not found" in res.stderr
     assert "in SQL, write the table's path as delta.`/path/to/no_such_table`" in res.stderr
     assert_clean(res.stderr)
 
 
-@pytest.fixture(scope="module")
-def without_delta(place, databricks_statements):
-    """Launch 6, `viewlet sql -e` without --delta: a read of the Delta table by path, then
-    statements that need delta-spark (hive.cli.errors.ignore: the shell goes on after each
-    failure, so one launch shows them all), then a last query."""
-    table = place["table"]
-    statements = [f"SELECT 'count' AS tag, COUNT(*) FROM delta.`{table}`",
-                  "CREATE TABLE sales (k BIGINT) USING delta",
-                  f"INSERT INTO delta.`{table}` VALUES (9, 9)",
-                  f"VACUUM delta.`{table}`",
-                  "SELECT 'after' AS tag, 1"]
-    version = DeltaTable(table).version()
-    rows = DeltaTable(table).to_pyarrow_table().num_rows
-    res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS,
-                       "--hiveconf", "hive.cli.errors.ignore=true",
-                       "-e", ";\n".join(statements)], cwd=place["cwd"])
-    return res, version, rows
-
-
-def test_delta_writes_without_delta_name_the_remedy(place, without_delta):
-    res, version, rows = without_delta
+def test_delta_writes_without_delta_name_the_remedy(place, databricks_statements):
+    res, _, version, rows = databricks_statements
     assert printed_rows(res.stdout, "count") == [(str(rows),)], res.stderr[-3000:]
     assert printed_rows(res.stdout, "after") == [("1",)]
     needs = ("needs Delta Lake's Spark extension (delta-spark), which this Spark session does "

@@ -254,7 +254,7 @@ def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_
         spark.sql(f"CREATE INCREMENTAL VIEW {view}_d WITH (engine = 'distributed') "
                   f"AS {VIEWS[view]}")
     try:
-        for _ in range(3):
+        for _ in range(2):
             work.batch()
             for view in ("by_status", "cust_orders"):
                 spark.sql(f"REFRESH INCREMENTAL VIEW {view}_d")

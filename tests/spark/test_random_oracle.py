@@ -128,15 +128,18 @@ def test_timestamps_exact_in_any_driver_time_zone(spark, vl, tmp_path, monkeypat
         time.tzset()
 
 
-def test_view_equals_recompute_across_manifest_compactions(spark, vl, tmp_path):
+def test_view_equals_recompute_across_manifest_compactions(spark, vl, tmp_path, monkeypatch):
     """A history longer than COMPACT_EVERY batches: the manifest is rewritten as one file
     (engine/state/manifest.py) between two batches, and the view stays exact through it and
-    after (the next batches plan from the rewritten manifest's rows)."""
+    after (the next batches plan from the rewritten manifest's rows). Compacted every 4
+    batches here, not every 16: the same rewrite, a quarter of the batches to reach it."""
     import viewlet
-    from viewlet.engine.state.manifest import COMPACT_EVERY
+    from viewlet.engine.state import manifest
+    every = 4
+    monkeypatch.setattr(manifest, "COMPACT_EVERY", every)
     work = registered_workload(spark, str(tmp_path), zlib.crc32(b"long-history"))
     view = "v_long_history"
-    batches = COMPACT_EVERY + 2
+    batches = every + 2
     compacted = []
 
     def manifest_files():
@@ -146,5 +149,5 @@ def test_view_equals_recompute_across_manifest_compactions(spark, vl, tmp_path):
 
     check_view_through_batches(spark, work, view, SHAPES["three_way_chain"], None, batches,
                                also=manifest_files)
-    # checked after the initial load and each batch: one file a row until batch COMPACT_EVERY
-    assert compacted == [False] * COMPACT_EVERY + [True] * 3, compacted
+    # checked after the initial load and each batch: one file a row until batch `every`
+    assert compacted == [False] * every + [True] * 3, compacted

@@ -62,7 +62,9 @@ def test_maps_loaded_in_rounds_equal_their_definitions(spark, vl, tmp_path, monk
         finally:
             source.release()
         assert_view_matches(spark, name, CHAIN)
-        for _ in range(4):
+        # the distributed target's batches (seconds each) are the random oracle's subject in
+        # its own part of the suite: one here, that the loaded maps refresh
+        for _ in range(4 if engine == "local" else 1):
             work.batch()
             spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
             assert_view_matches(spark, name, CHAIN)
