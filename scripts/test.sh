@@ -6,8 +6,8 @@
 # Parts (each prints its output and time when it ends; the run fails if any part fails). They
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
-#   stream 1: main, seeds, restart
-#   stream 2: tpch, delta, spark, distributed, newest, delta-newest, installed, installed-lowest
+#   stream 1: main, seeds, restart, distributed
+#   stream 2: tpch, delta, spark, newest, delta-newest, installed, installed-lowest
 # (the two installed parts share ./build, so they run in one stream; the two ends' local Spark
 # Connect tests take turns on pyspark's fixed port through a lock, tests/connect)
 # The newest end's environments are set up in the background meanwhile.
@@ -38,6 +38,10 @@
 #                 choice, the newest pyspark the package admits
 #   installed-lowest   the same with the lowest pyspark the package admits
 # --full also runs the whole suite, not only the representative part, on the newest end.
+# The main, spark, distributed and newest parts' sessions evaluate without Spark's code
+# generation (VIEWLET_TEST_INTERPRETED=1, conftest.py: tiny tables, nearly every query new, so
+# compiling Java for each costs more than it saves); tpch, restart, delta and the installed
+# parts keep Spark's defaults, codegen on.
 # Test JVMs (every Spark driver, shell and child process) compile with the JIT's first tier
 # only: they are short-lived, and on two cores the optimizing compiler's threads cost more
 # CPU than its code saves (measured: 15-31% less CPU per part, the same results). The two
@@ -94,27 +98,29 @@ user_jvm() {   # user_jvm COMMAND...: COMMAND with the JVM options the caller ha
 skip() { echo 1 > "$LOGS/$1.rc"; echo "==== $1: not run ($2)"; }
 
 stream1() {
-  run main env VIEWLET_RECORD_VIEWS="$CORPUS" \
+  run main env VIEWLET_RECORD_VIEWS="$CORPUS" VIEWLET_TEST_INTERPRETED=1 \
     "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed \
     --ignore="$SEEDS" --durations=15 "$@"
   run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" "$SEEDS" "$@"
   run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
+  run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
+    VIEWLET_TEST_INTERPRETED=1 \
+    "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or $DISTRIBUTED_STARS" "$@"
 }
 
 stream2() {
   run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
   run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
   run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
-    "${LOW[@]}" "$ORACLE" -k "depthinf or star" "$@"
-  run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
-    "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or $DISTRIBUTED_STARS" "$@"
+    VIEWLET_TEST_INTERPRETED=1 "${LOW[@]}" "$ORACLE" -k "depthinf or star" "$@"
   if ! ready newest; then
     skip newest "its setup failed"
   elif [ "$FULL" = 1 ]; then
-    run newest "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
-  else
-    run newest env VIEWLET_TEST_SUBSET=representative "${NEWEST[@]}" tests integration \
+    run newest env VIEWLET_TEST_INTERPRETED=1 "${NEWEST[@]}" tests integration \
       --ignore=tests/installed "$@"
+  else
+    run newest env VIEWLET_TEST_SUBSET=representative VIEWLET_TEST_INTERPRETED=1 \
+      "${NEWEST[@]}" tests integration --ignore=tests/installed "$@"
   fi
   if ready delta-newest; then     # the setups are done: installed may build in ./build too
     run delta-newest env VIEWLET_TEST_DELTA_SPARK=1 "${DELTA_NEWEST[@]}" tests/delta "$@"
