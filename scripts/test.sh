@@ -6,8 +6,8 @@
 # Parts (each prints its output and time when it ends; the run fails if any part fails). They
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
-#   stream 1: main, seeds, restart, distributed
-#   stream 2: tpch, delta, spark, newest, delta-newest, installed, installed-lowest
+#   stream 1: main, seeds, restart
+#   stream 2: tpch, delta, spark, distributed, newest, delta-newest, installed, installed-lowest
 # (the two installed parts share ./build, so they run in one stream; the two ends' local Spark
 # Connect tests take turns on pyspark's fixed port through a lock, tests/connect)
 # The newest end's environments are set up in the background meanwhile.
@@ -103,9 +103,6 @@ stream1() {
     --ignore="$SEEDS" --durations=15 "$@"
   run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" "$SEEDS" "$@"
   run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
-  run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
-    VIEWLET_TEST_INTERPRETED=1 \
-    "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or $DISTRIBUTED_STARS" "$@"
 }
 
 stream2() {
@@ -113,6 +110,9 @@ stream2() {
   run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
   run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
     VIEWLET_TEST_INTERPRETED=1 "${LOW[@]}" "$ORACLE" -k "depthinf or star" "$@"
+  run distributed env VIEWLET_TEST_ENGINE=distributed VIEWLET_TEST_DRIVER_MEMORY=default \
+    VIEWLET_TEST_INTERPRETED=1 \
+    "${LOW[@]}" "$ORACLE" -k "depth0 or depth1 or depth2 or $DISTRIBUTED_STARS" "$@"
   if ! ready newest; then
     skip newest "its setup failed"
   elif [ "$FULL" = 1 ]; then
