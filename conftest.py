@@ -42,11 +42,9 @@ def spark(tmp_path_factory):
     # VIEWLET_TEST_JAVA_OPTIONS: extra driver JVM flags (e.g. -XX:TieredStopAtLevel=1, the
     # quick JIT only, ran two modules side by side in 250 s against 328 s; it is not CI's
     # default: a CI run in two streams with it lost its test JVM, cause unrecorded).
-    # VIEWLET_TEST_INTERPRETED=1: Spark evaluates plans and expressions without generating
-    # and compiling Java for each (whole-stage and expression codegen off). The test tables
-    # hold tens of rows and nearly every query is new, so compiling costs more CPU than it
-    # saves (a module of the oracle: 82 s against 98-102 s). Results are Spark's either way;
-    # the parts that keep Spark's defaults (tpch, restart, delta, installed) run with codegen.
+    # VIEWLET_TEST_INTERPRETED=1: whole-stage and expression codegen off. The test tables
+    # hold tens of rows and nearly every query is new, so compiling Java for each costs more
+    # CPU than it saves; results are Spark's either way (docs/internals.md, "Testing").
     if os.environ.get("VIEWLET_TEST_INTERPRETED") == "1":
         builder = builder.config("spark.sql.codegen.wholeStage", "false") \
             .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")

@@ -239,15 +239,15 @@ def databricks_statements(place, refreshed_from_stdin):
         f"VACUUM delta.`{table}`;\n"
         "SELECT 'after' AS tag, 1;\n"
         "CREATE MATERIALIZED VIEW mv_missing AS SELECT k FROM no_such_table;\n")
-    data = DeltaTable(table).to_pyarrow_table()
+    before = DeltaTable(table)
+    data = before.to_pyarrow_table()
     counts = data.group_by("k").aggregate([("k", "count")]).sort_by("k")
     expected = [(str(k), str(n)) for k, n in zip(counts["k"].to_pylist(),
                                                  counts["k_count"].to_pylist())]
-    version = DeltaTable(table).version()
     res = viewlet_sql(["--warehouse", place["warehouse"], *TEST_ARGS,
                        "--hiveconf", "hive.cli.errors.ignore=true", "-f", str(script)],
                       cwd=place["cwd"])
-    return res, expected, version, data.num_rows
+    return res, expected, before.version(), data.num_rows
 
 
 def test_databricks_statements_in_the_shell(databricks_statements):
