@@ -204,6 +204,7 @@ def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl
             work.batch()
             spark.sql("REFRESH INCREMENTAL VIEW interop")
         view = vl.ctx.load("interop")
+        view.manifest.settle()    # the last batch's committed row lands after REFRESH returns
         own = [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps] + \
             [view.manifest.path]
         tables = [view.result_path] + own

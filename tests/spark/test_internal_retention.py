@@ -57,6 +57,7 @@ def test_a_view_created_before_gets_the_retention_at_its_next_compactions(
             # a map whose properties this batch set: its hot rows took the new version
             followed |= hot is not None and hot.version == store.version(path) and \
                 store.commits(path, hot.version - 1, hot.version)[0].operation == "SET TBLPROPERTIES"
+    view.manifest.settle()    # the last committed row (and compaction) after REFRESH returned
     assert all(_retention(store, p) == INTERNAL_TABLE_PROPERTIES for p in paths), \
         {p: _retention(store, p) for p in paths}
     assert followed

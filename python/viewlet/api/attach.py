@@ -40,8 +40,18 @@ def main() -> int:
     except AttachError as e:
         print(f"viewlet.api.attach: {e}", file=sys.stderr, flush=True)
         return EXIT_FAILED
+    # The JVM ends this process when it exits: the last REFRESH's committed row first.
+    signal.signal(signal.SIGTERM, lambda *_: _end())
     wait_for_end_of_input()
-    # The JVM is gone: skip interpreter cleanup (pyspark's would try to reach it).
+    _end()
+
+
+def _end() -> None:
+    """Exit once the committed rows of returned REFRESHes are appended (they land after the
+    statement: engine/ops/committing.py). The JVM is gone, so interpreter cleanup is
+    skipped (pyspark's would try to reach it)."""
+    from ..engine.state.manifest import settle_all
+    settle_all()
     os._exit(0)
 
 

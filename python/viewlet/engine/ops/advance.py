@@ -1,8 +1,9 @@
 """One view advanced by one batch, exactly once: the manifest's planned row (ranges and map
-versions), the batch applied under the batch's lease, the committed row. A batch another
-refresher is computing is waited for; one whose refresher stopped is taken over and run
-again with exactly its recorded inputs; a batch that fails on its data before writing
-anything is dropped, so that the next REFRESH plans anew.
+versions), the batch applied under the batch's lease, the committed row (appended after the
+statement returns: ops/committing.py). A batch another refresher is computing is waited
+for; one whose refresher stopped is taken over and run again with exactly its recorded
+inputs; a batch that fails on its data before writing anything is dropped, so that the next
+REFRESH plans anew.
 """
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from ...frontend.subqueries import TOO_MANY_ROWS
 from ..batch import drift
 from ..maintain.apply import apply_batch
 from ..maintain.writes import on_manifest_thread_now
-from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state import lease
 from ..state.manifest import BatchRecord, ORDERED, RESULT
 from ..state.stats import BatchStats
 from ..state.view import LoadedView
+from .committing import commit_after_return
 from .planning import NotPlanned, PlannedRow
 from .results import Refreshed
 
@@ -64,31 +65,45 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
         if view.top_n is not None:
             map_versions[ORDERED] = ctx.store.version(view.ordered_path)
         record = BatchRecord(manifest.next_planned(rows), "planned", ranges, map_versions, {})
-        with lease.Lease(view, record.batch):    # written before the planned row is visible
-            # the planned row commits while the batch reads and computes (ops/planning.py)
-            planned = PlannedRow(manifest, record)
-            try:
-                stats = _apply_or_drop(view, record, last, planned.wait)
-                planned.wait()           # a batch that wrote nothing has not waited yet
-            except NotPlanned:
-                continue                 # another refresher planned it first: wait for it
-            except Exception:
-                if planned.lost():       # it failed on a batch another refresher owns
-                    continue
-                raise
-            finally:
-                planned.settle()
-            stats.seconds["total"] = time.perf_counter() - t0
-            stats.result_version = ctx.store.version(view.result_path)
-            row = stats.to_json()
-            on_manifest_thread_now(lambda: manifest.commit(record, row))
-            faults.point("batch.committed")
+        held = lease.Lease(view, record.batch).__enter__()  # before the planned row is visible
+        try:
+            stats = _planned_batch(view, record, last)
+            if stats is not None:
+                stats.seconds["total"] = time.perf_counter() - t0
+                stats.result_version = ctx.store.version(view.result_path)
+        except BaseException:
+            held.release()
+            raise
+        if stats is None:                # another refresher planned it first: wait for it
+            held.release()
+            continue
+        # the committed row, and the lease's release, after this statement returns
+        commit_after_return(manifest, record, stats.to_json(), held, name)
         # both batches this REFRESH applied when it re-ran an interrupted one first
         changes, rows = (a + b for a, b in zip(stats.applied(), recovered_stats.applied()))
         return Refreshed(name, record.batch, changes, rows, round(time.perf_counter() - t0, 3),
                          f"refreshed after recovering batch {recovered}" if recovered is not None
                          else "refreshed" if waited is None else
                          "refreshed after waiting for a concurrent refresh")
+
+
+def _planned_batch(view: LoadedView, record: BatchRecord,
+                   last: BatchRecord) -> Optional[BatchStats]:
+    """Plan `record` (its row commits while the batch reads and computes: ops/planning.py)
+    and apply it; None when another refresher planned that batch first."""
+    planned = PlannedRow(view.manifest, record)
+    try:
+        stats = _apply_or_drop(view, record, last, planned.wait)
+        planned.wait()                   # a batch that wrote nothing has not waited yet
+        return stats
+    except NotPlanned:
+        return None
+    except Exception:
+        if planned.lost():               # it failed on a batch another refresher owns
+            return None
+        raise
+    finally:
+        planned.settle()
 
 
 #: REFRESH's status when another refresher computed the batch this one would have

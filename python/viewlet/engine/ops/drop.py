@@ -9,6 +9,7 @@ from ..state import published
 from ..state.catalog import missing_view
 from ..state.graph import dependents
 from ..state.kept import outside_dirs
+from ..state.manifest import Manifest
 from .results import Dropped
 
 
@@ -26,6 +27,7 @@ def drop_view(ctx, name: str, if_exists: bool = False) -> Dropped:
     ctx.catalog.remove(entry.id)      # first: a half-dropped view is never visible
     ctx.forget(entry.id)
     published.withdraw(ctx, entry, ctx.layout.result_table(entry.id))
+    Manifest(ctx.store, ctx.layout.manifest_table(entry.id)).settle()   # its last row lands
     ctx.store.drop(entry.location)
     for held in outside_dirs(entry.location, entry.definition.maps):   # maps kept from before
         ctx.store.drop(held)

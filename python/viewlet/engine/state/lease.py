@@ -151,6 +151,11 @@ class Lease:
         return not live or live[0].token == self.token
 
     def __exit__(self, *exc) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Stop the heartbeat and remove the lease file (`with` does it on leaving; a batch
+        whose committed row is appended after REFRESH returns, once that row is committed)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -9,6 +9,10 @@ A 'failed' row records a refresh that ended in an error (HISTORY shows it); it i
 to any batch. REFRESH ... FULL writes the rebuilt view's manifest starting with every row of
 the old one, so the history survives rebuilds and batch numbers keep counting up.
 
+A batch's committed row is appended after its REFRESH returned (ops/committing.py): every
+read of a manifest in the process waits for its pending row first (`settle`), and another
+process sees the batch planned, under a live lease, until the row lands.
+
 A planned batch followed by a 'dropped' row failed on its data before writing anything (a
 scalar subquery returned several rows, as Spark's query would raise): it is no longer
 re-run, and the next batch is planned from the watermarks with a new number, so that it
@@ -19,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -37,6 +42,7 @@ _SCHEMA = pa.schema([
 
 _LOCK = threading.Lock()
 _READ: Dict[str, tuple] = {}      # manifest path -> (version read, its records)
+_PENDING: Dict[str, Future] = {}  # manifest path -> the append of its next committed row
 
 BATCH_PHASES = ("planned", "committed")
 DROPPED = "dropped"
@@ -154,6 +160,27 @@ class Manifest:
             if known is not None and known[0] == read_version and version == read_version + 1:
                 _READ[self.path] = (version, _merged(known[1], added))
 
+    def pending(self, future: Future) -> None:
+        """`future` appends this manifest's next committed row (ops/committing.py): the
+        process's reads of the manifest wait for it (`settle`)."""
+        with _LOCK:
+            _PENDING[self.path] = future
+
+        def forget(done: Future) -> None:
+            with _LOCK:
+                if _PENDING.get(self.path) is done:
+                    del _PENDING[self.path]
+        future.add_done_callback(forget)
+
+    def settle(self) -> None:
+        """Wait for this manifest's pending committed row, if any (its failure was logged
+        where it ran: the batch is then planned without its row, and the next refresh takes
+        it over)."""
+        with _LOCK:
+            future = _PENDING.get(self.path)
+        if future is not None:
+            wait([future])
+
     def records(self, rows: Optional[List[BatchRecord]] = None) -> List[BatchRecord]:
         """The planned and committed rows, by batch (a batch's planned row first), without
         the planned rows of dropped batches (of `rows`, read by all_records, or read now)."""
@@ -164,6 +191,7 @@ class Manifest:
 
     def all_records(self) -> List[BatchRecord]:
         """Every row, failures included, by batch and time."""
+        self.settle()
         # The manifest only gains rows: read the ones added since the version read last.
         version = self.store.version(self.path)
         with _LOCK:
@@ -196,6 +224,7 @@ class Manifest:
 
     def rows(self) -> pa.Table:
         """Every row as stored (what a rebuild carries over)."""
+        self.settle()
         return self.store.read_files(self.store.snapshot(self.path))
 
     def next_batch(self) -> int:
@@ -265,6 +294,14 @@ class Manifest:
             self._remember(now, now - 1)
         self.store.vacuum(self.path, version)
         return True
+
+
+def settle_all() -> None:
+    """Wait for every committed row the process is still appending (a process that ends
+    without its exit handlers calls this first: api/attach.py)."""
+    with _LOCK:
+        futures = list(_PENDING.values())
+    wait(futures)
 
 
 def files_to_merge(snap: Snapshot) -> Snapshot:
