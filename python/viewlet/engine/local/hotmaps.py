@@ -116,6 +116,9 @@ class HotMap:
         # a map held only while the budget has room (a view's result state): evicted first
         self.spare = False
         self.used_at = 0.0           # when a batch last took it (HotMaps' clock)
+        # its bytes, measured when asked after a change: every batch's budget check sums
+        # every hot map's, and measuring walks each table's chunks and buffers
+        self._nbytes: Optional[int] = None
 
     @property
     def rows(self) -> int:
@@ -123,8 +126,13 @@ class HotMap:
 
     @property
     def nbytes(self) -> int:
-        return self.base.nbytes + sum(t.nbytes for t in self.tail) + \
-            sum(i.nbytes for i in self._indexes.values())
+        measured = self._nbytes
+        if measured is None:
+            with self._lock:
+                measured = self._nbytes = self.base.nbytes + \
+                    sum(t.nbytes for t in self.tail) + \
+                    sum(i.nbytes for i in self._indexes.values())
+        return measured
 
     def all_rows(self) -> pa.Table:
         with self._lock:
@@ -142,6 +150,7 @@ class HotMap:
                 index = self._indexes.get(column)
                 if index is None:
                     index = self._indexes[column] = _Index(base.column(column))
+                    self._nbytes = None
                 values, has_null = sets[column]
                 positions = index.positions(_as_int64(values).to_numpy(), has_null)
                 positions.sort()               # keep the base's (clustered) order
@@ -160,7 +169,7 @@ class HotMap:
         """The map after a batch committed `delta` as Delta `version`."""
         with self._lock:
             self.tail.append(delta.select(self.schema.names).cast(self.schema))
-            self.version = version
+            self.version, self._nbytes = version, None
             tail_rows = sum(t.num_rows for t in self.tail)
             if tail_rows > max(FOLD_MIN_ROWS, self.base.num_rows):
                 self._fold()
@@ -169,12 +178,12 @@ class HotMap:
         """The same content, rewritten (a compaction of the Delta map): take its rows."""
         with self._lock:
             self.base = rows.select(self.schema.names).cast(self.schema).combine_chunks()
-            self.tail, self._indexes, self.version = [], {}, version
+            self.tail, self._indexes, self.version, self._nbytes = [], {}, version, None
 
     def _fold(self):
         data = pa.concat_tables([self.base] + self.tail)
         self.base = sum_by_key(data, self.keys, self.values, self.zero).combine_chunks()
-        self.tail, self._indexes = [], {}
+        self.tail, self._indexes, self._nbytes = [], {}, None
 
 
 class HotMaps:

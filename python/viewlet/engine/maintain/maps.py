@@ -100,8 +100,14 @@ def rows_per_file(rows: int) -> int:
 def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: Sequence[int],
                   txn, engine: Optional[LocalEngine] = None) -> pa.Table:
     """Create the map's table holding `data` in cluster order (sorted by `engine`, when
-    given and the map is large); the rows as written."""
+    given and the map is large); the rows as written, in one chunk per column as a hot map
+    holds them (copied here, on a writer's thread beside the other maps' writes, rather
+    than on the statement's thread when the map is kept hot)."""
     rows = sort_rows(data, keys, order, engine)
+    try:
+        rows = rows.combine_chunks()
+    except pa.ArrowInvalid:         # a string column past 2 GB stays chunked
+        pass
     store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows),
                  properties=INTERNAL_TABLE_PROPERTIES)
     return rows
@@ -155,7 +161,8 @@ def write_deltas(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Tab
     progress.step(f"{'merging' if merging else 'appending'} {which} "
                   f"({sum(deltas[name].num_rows for name in names)} rows)")
     changed_rows = {}
-    with SideBySide([write(name) for name in names]) as results:
+    with SideBySide([write(name) for name in names],
+                    [view.map_path(name) for name in names]) as results:
         for name, written in zip(names, results):     # in order, each once it has committed
             changed_rows[name] = deltas[name].num_rows
             if written:

@@ -8,7 +8,8 @@ table's MERGE still comes after every map's write: readers see the view change o
 maps hold the batch. CREATE writes the maps it computed in the driver the same way.
 
 The threads are kept for the process: each keeps its own table handles
-(storage/deltars.py), so the next batch finds them open. Only the commits run there: fault
+(storage/deltars.py), so the next batch finds them open. A map is always committed on the
+same thread (`_lane`), whose handle of it follows its own commits. Only the commits run there: fault
 points, progress, cancellation checks and the hot maps' bookkeeping stay on the statement's
 thread, in the order the writes were submitted, and every write has ended before the batch
 goes on (or raises), so a cancelled statement never leaves a write running.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Callable, Dict, Iterator, List, Sequence, TypeVar
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -36,16 +37,36 @@ def _executor(name: str = "viewlet-commit", threads: int = WRITERS) -> ThreadPoo
         return _pools[name]
 
 
+_lanes: Dict[str, int] = {}         # table path -> the writer thread that commits to it
+
+
+def _lane(table: str) -> ThreadPoolExecutor:
+    """The one thread that commits every write of the process to `table` (tables get
+    threads in turn as they are first written, so a view's maps spread over them): its
+    handle of the table follows its own commits. A map committed from whichever thread was
+    free had each thread bring a stale handle up to date (a log read from the table's last
+    checkpoint) at about every other batch."""
+    with _lock:
+        lane = _lanes.setdefault(table, len(_lanes) % WRITERS)
+    return _executor(f"viewlet-commit-{lane}", 1)
+
+
 class SideBySide:
     """Run `writes` at once; iterate over their results in the order given (each as it is
-    ready). Leaving the block waits for every write, whatever happened meanwhile."""
+    ready). Leaving the block waits for every write, whatever happened meanwhile. `tables`
+    (the table each write commits to): every write runs on its table's thread (`_lane`),
+    even alone; without them, on the pool's threads (one write: on this thread)."""
 
-    def __init__(self, writes: Sequence[Callable[[], T]]):
+    def __init__(self, writes: Sequence[Callable[[], T]], tables: Optional[Sequence[str]] = None):
         self._writes = list(writes)
+        self._tables = list(tables) if tables is not None else None
         self._futures: List[Future] = []
 
     def __enter__(self) -> Iterator[T]:
-        if len(self._writes) > 1:
+        if self._tables is not None:
+            self._futures = [_lane(table).submit(w)
+                             for table, w in zip(self._tables, self._writes)]
+        elif len(self._writes) > 1:
             self._futures = [_executor().submit(w) for w in self._writes]
         return self._results()
 

@@ -357,7 +357,8 @@ def _written_maps(c: _Creation, plan: _Plan, loaded: Iterable[Tuple[str, pa.Tabl
             yield part, data, write(part, data)()
         return
     items = list(loaded)
-    with SideBySide([write(part, data) for part, data in items]) as results:
+    with SideBySide([write(part, data) for part, data in items],
+                    [c.ctx.layout.map_table(plan.view.id, part) for part, _ in items]) as results:
         for (part, data), written in zip(items, results):
             yield part, data, written
 
