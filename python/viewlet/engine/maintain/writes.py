@@ -8,11 +8,11 @@ table's MERGE still comes after every map's write: readers see the view change o
 maps hold the batch. CREATE writes the maps it computed in the driver the same way.
 
 The threads are kept for the process: each keeps its own table handles
-(storage/deltars.py), so the next batch finds them open. A map is always committed on the
-same thread (`_lane`), whose handle of it follows its own commits. Only the commits run there: fault
-points, progress, cancellation checks and the hot maps' bookkeeping stay on the statement's
-thread, in the order the writes were submitted, and every write has ended before the batch
-goes on (or raises), so a cancelled statement never leaves a write running.
+(storage/deltars.py), so the next batch finds them open, and a map is always committed on
+the same thread (`_lane`), whose handle of it follows its own commits. Only the commits run
+there: fault points, progress, cancellation checks and the hot maps' bookkeeping stay on
+the statement's thread, in the order the writes were submitted, and every write has ended
+before the batch goes on (or raises), so a cancelled statement never leaves a write running.
 """
 from __future__ import annotations
 
@@ -22,14 +22,15 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
 
-#: commits running at once; each is mostly waiting on files, so more than the cores
+#: threads committing map writes (each map always on the same one); each commit is mostly
+#: waiting on files, so more than the cores
 WRITERS = 4
 
 _pools: Dict[str, ThreadPoolExecutor] = {}    # thread name prefix -> its pool
 _lock = threading.Lock()
 
 
-def _executor(name: str = "viewlet-commit", threads: int = WRITERS) -> ThreadPoolExecutor:
+def _executor(name: str, threads: int) -> ThreadPoolExecutor:
     """The process's pool of `threads` threads named `name` (made on first use)."""
     with _lock:
         if name not in _pools:
@@ -52,29 +53,21 @@ def _lane(table: str) -> ThreadPoolExecutor:
 
 
 class SideBySide:
-    """Run `writes` at once; iterate over their results in the order given (each as it is
-    ready). Leaving the block waits for every write, whatever happened meanwhile. `tables`
-    (the table each write commits to): every write runs on its table's thread (`_lane`),
-    even alone; without them, on the pool's threads (one write: on this thread)."""
+    """Run `writes` at once, each on the thread of the table it commits to (`tables`, in the
+    same order; `_lane`), even a write alone; iterate over their results in the order given
+    (each as it is ready). Leaving the block waits for every write, whatever happened
+    meanwhile."""
 
-    def __init__(self, writes: Sequence[Callable[[], T]], tables: Optional[Sequence[str]] = None):
+    def __init__(self, writes: Sequence[Callable[[], T]], tables: Sequence[str]):
         self._writes = list(writes)
-        self._tables = list(tables) if tables is not None else None
+        self._tables = list(tables)
         self._futures: List[Future] = []
 
     def __enter__(self) -> Iterator[T]:
-        if self._tables is not None:
-            self._futures = [_lane(table).submit(w)
-                             for table, w in zip(self._tables, self._writes)]
-        elif len(self._writes) > 1:
-            self._futures = [_executor().submit(w) for w in self._writes]
+        self._futures = [_lane(table).submit(w) for table, w in zip(self._tables, self._writes)]
         return self._results()
 
     def _results(self) -> Iterator[T]:
-        if not self._futures:                 # one write (or none): on this thread
-            for write in self._writes:
-                yield write()
-            return
         for future in self._futures:
             yield future.result()
 
