@@ -37,10 +37,15 @@ def commit_after_return(manifest: Manifest, record: BatchRecord, stats: Dict, he
         try:
             manifest.commit(record, stats)
             faults.point("batch.committed")
-        except Exception as e:                 # noqa: BLE001 - the statement has returned
+        except Exception as e:     # noqa: BLE001 - logged: the next refresh appends the row
             log.warning("View %s: the committed row of batch %d was not written (%s); the "
                         "next REFRESH completes it", view_name, record.batch, e)
         finally:
             held.release()
 
-    manifest.pending(on_manifest_thread(commit))
+    try:
+        future = on_manifest_thread(commit)
+    except RuntimeError:          # the interpreter is exiting: its threads take no new work
+        commit()
+        return
+    manifest.pending(future)
