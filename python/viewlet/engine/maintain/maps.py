@@ -100,14 +100,8 @@ def rows_per_file(rows: int) -> int:
 def write_initial(store, path: str, data: pa.Table, keys: Sequence[str], order: Sequence[int],
                   txn, engine: Optional[LocalEngine] = None) -> pa.Table:
     """Create the map's table holding `data` in cluster order (sorted by `engine`, when
-    given and the map is large); the rows as written, in one chunk per column as a hot map
-    holds them (copied here, on a writer's thread beside the other maps' writes, rather
-    than on the statement's thread when the map is kept hot)."""
+    given and the map is large); the rows as written."""
     rows = sort_rows(data, keys, order, engine)
-    try:
-        rows = rows.combine_chunks()
-    except pa.ArrowInvalid:         # a string column past 2 GB stays chunked
-        pass
     store.create(path, rows, txn=txn, rows_per_file=rows_per_file(data.num_rows),
                  properties=INTERNAL_TABLE_PROPERTIES)
     return rows
