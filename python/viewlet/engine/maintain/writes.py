@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, TypeVar
+from typing import Callable, Dict, Iterator, List, Sequence, TypeVar
 
 T = TypeVar("T")
 
