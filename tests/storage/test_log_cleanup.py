@@ -56,3 +56,24 @@ def test_entries_within_the_retention_stay(tmp_path, monkeypatch):
     for batch in range(1, 21):
         store.append_once(path, ROWS, Txn("viewlet:test", batch))
     assert _json_entries(path) == list(range(21))
+
+
+def test_rewrites_clean_the_log_and_know_their_version(tmp_path, monkeypatch):
+    """A rewrite commits through create_write_transaction, which leaves its handle where it
+    was: the log is still cleaned when the rewrite reaches a multiple, and the table's
+    version is the rewrite's."""
+    monkeypatch.setattr(deltars, "CLEAN_LOG_EVERY", 20)
+    store = DeltaRsStore()
+    path = str(tmp_path / "t")
+    store.create(path, ROWS, txn=Txn("viewlet:test", 0),
+                 properties={"delta.logRetentionDuration": "interval 1 hours"})
+    for _ in range(15):
+        assert store.rewrite(path, ROWS, store.version(path), 10)
+    _age_log(path, 2 * 3600)
+    for expected in range(16, 21):                   # version 20: a multiple
+        assert store.rewrite(path, ROWS, store.version(path), 10)
+        assert store.version(path) == expected == deltars._dl().DeltaTable(path).version()
+    entries = _json_entries(path)
+    assert entries[0] > 0, f"expired entries are still there: {entries[:5]}"
+    assert entries[-1] == 20
+    assert store.read_arrow(path).num_rows == 1

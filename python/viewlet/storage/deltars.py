@@ -69,11 +69,11 @@ def _hooks():
     return PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 
 
-def _clean_log(dt, before: int) -> None:
-    """Delete `dt`'s expired log entries when its last commit (from version `before`)
+def _clean_log(dt, before: int, version: int) -> None:
+    """Delete `dt`'s expired log entries when our commit (`version`, from version `before`)
     reached a multiple of CLEAN_LOG_EVERY versions. Housekeeping: a failure is logged, and
     the next multiple tries again."""
-    if dt.version() // CLEAN_LOG_EVERY == before // CLEAN_LOG_EVERY:
+    if version // CLEAN_LOG_EVERY == before // CLEAN_LOG_EVERY:
         return
     try:
         dt.cleanup_metadata()
@@ -222,11 +222,17 @@ class DeltaRsStore(TableStore):
                 if self._latest.get(path, (-1,))[0] <= version:
                     self._latest[path] = (version, _clock())
 
-    def _committed(self, path: str, dt, before: int) -> None:
+    def _committed(self, path: str, dt, before: int, moved: bool = True) -> None:
         """After our commit through handle `dt` (from version `before`): every thread may
-        take its version as the latest, and the log is cleaned when due."""
-        self._note_latest(path, dt.version())
-        _clean_log(dt, before)
+        take its version as the latest, and the log is cleaned when due. A write or MERGE
+        moves `dt` to its commit; create_write_transaction leaves it at `before` (`moved`
+        False), and the commit it made is then taken as before + 1: if another writer's
+        commit came first, the log has an entry after that version, and _known_latest does
+        not trust it (a version() after a rewrite brought a handle up to date: a log read
+        from the last checkpoint, at every batch of a view's result table)."""
+        version = dt.version() if moved else before + 1
+        self._note_latest(path, version)
+        _clean_log(dt, before, version)
 
     def _table_holding(self, path: str, version: int):
         """A handle that holds `version`, for reads of the commits up to it: the kept one
@@ -541,7 +547,7 @@ class DeltaRsStore(TableStore):
         except BaseException:
             _delete_files(path, [f.path for f in added], self.options)
             raise
-        self._committed(path, dt, before)
+        self._committed(path, dt, before, moved=False)
         return self._table(path).version()
 
     def create_from_files(self, path, schema, added, txn=None, metadata=None, properties=None):
@@ -602,7 +608,7 @@ class DeltaRsStore(TableStore):
             if _conflicted(e):
                 return False
             raise
-        self._committed(path, dt, before)
+        self._committed(path, dt, before, moved=False)
         return True
 
     def vacuum(self, path, keep_version):
