@@ -548,7 +548,7 @@ class DeltaRsStore(TableStore):
             _delete_files(path, [f.path for f in added], self.options)
             raise
         self._committed(path, dt, before, moved=False)
-        return self._table(path).version()
+        return self.version(path)
 
     def create_from_files(self, path, schema, added, txn=None, metadata=None, properties=None):
         from deltalake.transaction import AddAction, create_table_with_add_actions

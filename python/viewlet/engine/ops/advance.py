@@ -65,7 +65,7 @@ def advance_view(ctx, view: LoadedView, max_commits: Optional[int] = None,
         if view.top_n is not None:
             map_versions[ORDERED] = ctx.store.version(view.ordered_path)
         record = BatchRecord(manifest.next_planned(rows), "planned", ranges, map_versions, {})
-        held = lease.Lease(view, record.batch).__enter__()  # before the planned row is visible
+        held = lease.Lease(view, record.batch).acquire()  # before the planned row is visible
         try:
             stats = _planned_batch(view, record, last)
             if stats is not None:

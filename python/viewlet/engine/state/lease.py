@@ -128,6 +128,11 @@ class Lease:
             "at": time.time(), "seconds": self.seconds}))
 
     def __enter__(self) -> "Lease":
+        return self.acquire()
+
+    def acquire(self) -> "Lease":
+        """Write the lease file and start its heartbeat (`with` does it on entering; a batch
+        whose lease outlives the statement calls it, then `release`)."""
         with _active_lock:
             _active.add(self.token)
         self._write()
