@@ -20,6 +20,12 @@ if os.environ.get("VIEWLET_TEST_INSTALLED") != "1" and \
 DELTA_SESSION = os.environ.get("VIEWLET_TEST_DELTA_SPARK") == "1"
 collect_ignore_glob = [] if DELTA_SESSION else ["tests/delta/*"]
 
+# Spark's Python workers (the Spark target runs a batch's phases in one, with DuckDB) use
+# this interpreter, as they do where its virtual environment is activated; the default,
+# `python3` on the PATH, may lack pyarrow and DuckDB (the phases then run as Spark SQL,
+# tests/spark/test_phase_task.py).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):

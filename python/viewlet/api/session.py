@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Dict, Optional
 
 from pyspark.sql import SparkSession
@@ -37,6 +38,10 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
     server's JVM, plus the Python the server attaches for Viewlet's statements
     (docs/connect.md).
 
+    A local master's Python workers run this interpreter (PYSPARK_PYTHON, unless set):
+    Spark's default, the first ``python3`` on the PATH, may lack the pyarrow and DuckDB
+    the Spark target's phases run with (docs/operations.md).
+
     Returns:
         The builder, for chaining.
 
@@ -68,6 +73,8 @@ def configure_spark(builder: SparkSession.Builder, warehouse: Optional[str] = No
         .config("spark.sql.extensions", ",".join(extensions))
     if warehouse is not None:
         builder = builder.config(WAREHOUSE_CONF, normalize_location(warehouse))
+    if remote is None and str(options.get("spark.master", "local")).startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if remote is not None:    # a local Connect server: its Viewlet statements need a Python
         for key, value in connect.local_server_settings().items():
             if key not in options:     # the user's own choice wins

@@ -12,9 +12,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ...plan.batch import Phase
 from ...plan.lower import q
+from ...storage.arrow import plain_types
 from ..spark.io import frame_arrow
 from ..state.settings import SPARK
 from .leaves import LeafReader, SparkLeaves
+from .task_phase import run_in_task
 from .target import ArrowTarget
 
 #: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
@@ -53,11 +55,29 @@ class SparkTarget(ArrowTarget):
         self.view = view
         self.scratch = view.scratch_dir(record.batch)
         self.spark = batch_session(view, input_rows)
+        self.input_rows = input_rows
         self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark, looked_up)
 
     def execute(self, phase: Phase) -> pa.Table:
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
+        if self.in_task(phase):
+            rows = run_in_task(self.view, self.spark, phase, frames)
+            if rows is not None:
+                return plain_types(rows)
         return frame_arrow(self.spark.sql(phase.spark_text, **frames))
+
+    def in_task(self, phase: Phase) -> bool:
+        """Whether the phase runs in one task (batch/task_phase.py): it joins leaves (Spark's
+        plan of a one-leaf phase is one job already, and quicker than a Python task: TPC-H
+        Q1), and one machine's DuckDB can take the batch: a local master's (its task's
+        DuckDB uses every core Spark's plan would), or a batch reading no more rows than
+        the driver's DuckDB is given (spark.viewlet.local.maxInputRows; a larger one keeps
+        Spark's plan, spread over the executors)."""
+        settings = self.view.settings
+        if settings.phase_engine != "duckdb" or len(phase.leaves) < 2:
+            return False
+        return self.spark.sparkContext.master.startswith("local") or \
+            (self.input_rows or 0) <= settings.max_input_rows
 
     def __exit__(self, *exc) -> None:
         """Drop the staged files of the view's previous Spark batch, keep this batch's until

@@ -56,6 +56,10 @@ ENGINE_MEMORY_CONF = "spark.viewlet.local.engineMemory"
 ENGINE_MEMORY_MARGIN = 2 << 30
 #: the least default limit of the local engine (where little is left beside the driver)
 ENGINE_MEMORY_FLOOR = 1 << 30
+#: how the Spark target runs a phase: in one task, by the local target's engine (duckdb), or
+#: as Spark SQL's own plan (sql) (batch/task_phase.py)
+PHASE_ENGINE_CONF = "spark.viewlet.spark.phaseEngine"
+PHASE_ENGINES = ("duckdb", "sql")
 LEASE_CONF = "spark.viewlet.refresh.leaseSeconds"
 DEFAULT_LEASE_SECONDS = 60.0
 PROGRESS_CONF = "spark.viewlet.progress.afterSeconds"
@@ -113,6 +117,17 @@ class Settings:
         """Above this many rows, a batch's changes (a load's base tables, a depth-0 result, a
         map to compact) are handled by the executors (under auto)."""
         return _int(self._conf(MIN_ROWS_CONF), DEFAULT_MIN_ROWS)
+
+    @cached_property
+    def phase_engine(self) -> str:
+        """How the Spark target runs a phase: `duckdb` (the default: one Spark task running
+        the local target's query over the phase's inputs) or `sql` (Spark's own plan)."""
+        value = (self._conf(PHASE_ENGINE_CONF) or "duckdb").strip().lower()
+        if value not in PHASE_ENGINES:
+            log.warning("%s=%r is not one of %s; using duckdb", PHASE_ENGINE_CONF, value,
+                        ", ".join(PHASE_ENGINES))
+            return "duckdb"
+        return value
 
     @cached_property
     def ansi(self) -> bool:

@@ -1,0 +1,118 @@
+"""What one Spark task runs for a phase of the Spark target (batch/hosted.py): the phase's
+DuckDB query (the local target's translation) over its leaves, which reach the task as one
+packed Arrow stream. The module imports only the standard library, pyarrow and DuckDB: it is
+shipped to the executors by value, so they need DuckDB and pyarrow, not Viewlet itself.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from typing import Iterator, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: the packed stream's column naming the leaf of each row (-1: the marker row every stream
+#: holds, so that the task runs even when every leaf is empty)
+LEAF = "__viewlet_leaf"
+#: the result's column carrying why the task could not compute the phase (one row, every
+#: other column NULL); the driver then runs the phase as Spark SQL
+ERROR = "__viewlet_error"
+
+
+@dataclass(frozen=True)
+class LeafLayout:
+    """Where leaf `table` (the name the query reads) sits in the packed stream: rows tagged
+    `tag`, its column `name` in packed column `slot`, cast to `type` (the plan's)."""
+    table: str
+    tag: int
+    columns: Tuple[Tuple[str, str, pa.DataType], ...]     # (name, slot, type)
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """One phase as the task runs it."""
+    sql: str                          # DuckDB SQL reading the leaves by table name
+    leaves: Tuple[LeafLayout, ...]
+    result: pa.Schema                 # the packed result's columns, ERROR excluded
+    threads: int                      # DuckDB's threads (0: the machine's cores)
+    memory_limit: Optional[int]       # bytes DuckDB may use before it spills (None: default)
+
+
+def run(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow's function: the phase's rows, or one ERROR row."""
+    out = pa.schema(list(query.result) + [pa.field(ERROR, pa.string())])
+    try:
+        rows = _compute(query, batches)
+    except Exception as e:               # noqa: BLE001 - reported to the driver, which reruns
+        text = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        yield pa.RecordBatch.from_arrays(
+            [pa.nulls(1, f.type) for f in query.result] + [pa.array([text], pa.string())],
+            schema=out)
+        return
+    rows = rows.append_column(pa.field(ERROR, pa.string()), pa.nulls(rows.num_rows, pa.string()))
+    for batch in rows.to_batches():
+        yield batch
+
+
+def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> pa.Table:
+    """The query over the leaves, each a DuckDB table the stream's batches are appended to
+    as they come: DuckDB holds them within its memory limit and spills the rest, where a
+    list of the batches would hold the whole input in the task's memory."""
+    import duckdb      # on the executor: its absence is reported as the task's error
+    spill = tempfile.mkdtemp(prefix="viewlet-task-duckdb-")
+    config = {"threads": query.threads or max(1, os.cpu_count() or 1),
+              "preserve_insertion_order": False, "temp_directory": spill}
+    if query.memory_limit is not None:
+        config["memory_limit"] = f"{max(1, query.memory_limit >> 20)}MiB"
+    db = duckdb.connect(":memory:", config=config)
+    try:
+        by_tag = {leaf.tag: leaf for leaf in query.leaves}
+        for leaf in query.leaves:
+            _append(db, leaf, _leaf_rows(None, leaf), create=True)
+        for batch in batches:
+            tags = batch.column(LEAF)
+            for tag in pc.unique(tags).to_pylist():
+                if tag not in by_tag:         # the marker row
+                    continue
+                mine = pc.equal(tags, tag)
+                one = batch if pc.all(mine).as_py() else batch.filter(mine)
+                _append(db, by_tag[tag], _leaf_rows(one, by_tag[tag]))
+        with warnings.catch_warnings():
+            # execute() is still the quicker call for a long query (local/executor.py);
+            # its Arrow result costs a copy, it warns. In here: the module ships by value,
+            # its top level does not run on the executors
+            warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+            result = db.execute(query.sql).to_arrow_table()
+    finally:
+        db.close()
+        shutil.rmtree(spill, ignore_errors=True)
+    return pa.table([result.column(f.name).cast(f.type) for f in query.result],
+                    schema=query.result)
+
+
+def _append(db, leaf: LeafLayout, rows: pa.Table, create: bool = False) -> None:
+    """Append `rows` to the leaf's table (`create`: create it, of their types)."""
+    table = '"' + leaf.table.replace('"', '""') + '"'
+    db.register("__viewlet_rows", rows)
+    try:
+        db.execute(f"CREATE TABLE {table} AS SELECT * FROM __viewlet_rows" if create
+                   else f"INSERT INTO {table} SELECT * FROM __viewlet_rows")
+    finally:
+        db.unregister("__viewlet_rows")
+
+
+def _leaf_rows(packed: Optional[pa.RecordBatch], leaf: LeafLayout) -> pa.Table:
+    """The leaf's rows of a packed batch (all of them), in its own column names and types;
+    none when `packed` is None."""
+    if not leaf.columns:        # no column read (COUNT(*) of a cross join): DuckDB needs one
+        rows = 0 if packed is None else packed.num_rows
+        return pa.table({"__viewlet_unit": pa.nulls(rows, pa.int32())})
+    schema = pa.schema([(name, type_) for name, _, type_ in leaf.columns])
+    if packed is None:
+        return schema.empty_table()
+    return pa.table([packed.column(slot).cast(type_) for _, slot, type_ in leaf.columns],
+                    schema=schema)

@@ -1,0 +1,61 @@
+"""The Spark target runs each phase of a batch in one Spark job: the leaves packed into one
+stream, one task running the local target's DuckDB query over them (engine/batch/
+task_phase.py, in_task.py). Executors that cannot (no DuckDB in their Python) run the phases
+as Spark SQL, remembered for the application; either way the view equals Spark's recompute."""
+from __future__ import annotations
+
+from viewlet.engine.batch import in_task, task_phase
+
+from .oracle import assert_view_matches
+from .workload import registered_workload
+
+JOINED = ("SELECT r.a, t.h, SUM(r.c * s.f) AS x, COUNT(*) AS n FROM r JOIN s ON r.b = s.b "
+          "JOIN t ON s.e = t.e GROUP BY r.a, t.h")
+NESTED = ("SELECT r.a, COUNT(*) AS n, SUM(r.c) AS c FROM r "
+          "WHERE r.d > (SELECT AVG(r2.d) FROM r AS r2) GROUP BY r.a")
+
+
+def _batches(vl, work, view, query, spark, count, tables=("r", "s", "t")):
+    """Refresh `view` after `count` batches that change its `tables`; the batches' stats."""
+    stats = []
+    for _ in range(count):
+        while not set(tables) & set(work.batch()):
+            pass
+        vl.refresh(view)
+        stats.append(vl.ctx.load(view).manifest.last_committed().stats)
+        assert_view_matches(spark, view, query)
+    return stats
+
+
+def test_each_phase_of_a_spark_batch_runs_in_one_job(spark, vl, tmp_path):
+    work = registered_workload(spark, str(tmp_path), seed=31, rows=30)
+    for name, query, tables in (("pt_joined", JOINED, "rst"), ("pt_nested", NESTED, "r")):
+        spark.sql(f"CREATE INCREMENTAL VIEW {name} WITH (engine = 'spark') AS {query}")
+        try:
+            for stats in _batches(vl, work, name, query, spark, 3, tables):
+                assert stats["engine"] == "spark"
+                # a job per phase, and one for the result rows of the touched groups
+                phases = stats.get("phases", 0)
+                assert phases <= stats["spark_jobs"] <= phases + 1, stats
+        finally:
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {name}")
+
+
+def test_executors_without_duckdb_run_the_phases_as_spark_sql(spark, vl, tmp_path, monkeypatch):
+    def no_duckdb(query, batches):
+        raise ModuleNotFoundError("No module named 'duckdb'")
+
+    # shipped by value: the task runs this module's functions as they are when pickled
+    monkeypatch.setattr(in_task, "_compute", no_duckdb)
+    work = registered_workload(spark, str(tmp_path), seed=32, rows=30)
+    spark.sql(f"CREATE INCREMENTAL VIEW pt_fallback WITH (engine = 'spark') AS {JOINED}")
+    app = spark.sparkContext.applicationId
+    try:
+        first, second = _batches(vl, work, "pt_fallback", JOINED, spark, 2)
+        assert "No module named 'duckdb'" in task_phase._UNABLE[app]
+        # the first batch's failed task was one more job; then no task is tried
+        assert first["spark_jobs"] > first["phases"] + 1
+        assert second["spark_jobs"] > second["phases"]
+    finally:
+        task_phase._UNABLE.pop(app, None)
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS pt_fallback")
