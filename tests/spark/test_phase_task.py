@@ -1,6 +1,7 @@
-"""The Spark target runs each phase of a batch in one Spark job: the leaves packed into one
-stream, one task running the local target's DuckDB query over them (engine/batch/
-task_phase.py, in_task.py). Executors that cannot (no DuckDB in their Python) run the phases
+"""The Spark target runs each phase of a batch in one Spark job: one task running the local
+target's DuckDB query over the phase's leaves (engine/batch/task_phase.py, in_task.py): rows
+the driver holds broadcast, local files read by the task, other files read by Spark into one
+packed stream. Executors that cannot (no DuckDB in their Python) run the phases
 as Spark SQL, remembered for the application; either way the view equals Spark's recompute."""
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ def test_executors_without_duckdb_run_the_phases_as_spark_sql(spark, vl, tmp_pat
     finally:
         task_phase._UNABLE.pop(app, None)
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS pt_fallback")
+
+
+def test_leaves_spark_reads_reach_the_task_packed(spark, vl, tmp_path, monkeypatch):
+    # files a task cannot open itself (an object store, deletion vectors, partition
+    # columns) are read by Spark and packed into the task's one input stream
+    monkeypatch.setattr(type(vl.ctx.store), "local_parquet", lambda self, snapshot: None)
+    packed, pack = [], task_phase._packed_leaves
+
+    def counted(view, spark_, leaves, frames):
+        packed.append(len(leaves))
+        return pack(view, spark_, leaves, frames)
+
+    monkeypatch.setattr(task_phase, "_packed_leaves", counted)
+    work = registered_workload(spark, str(tmp_path), seed=33, rows=30)
+    spark.sql(f"CREATE INCREMENTAL VIEW pt_packed WITH (engine = 'spark') AS {NESTED}")
+    try:
+        for stats in _batches(vl, work, "pt_packed", NESTED, spark, 3, "r"):
+            phases = stats.get("phases", 0)
+            assert phases <= stats["spark_jobs"] <= phases + 1, stats
+        assert sum(packed) > 0         # some leaf of the batches went through the stream
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS pt_packed")

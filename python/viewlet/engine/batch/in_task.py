@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,10 +33,22 @@ class LeafLayout:
 
 
 @dataclass(frozen=True)
+class FileLeaf:
+    """Leaf `table` as local Parquet files the task reads itself (the executors share the
+    driver's file system: a local master): its columns cast to the plan's types."""
+    table: str
+    paths: Tuple[str, ...]
+    columns: Tuple[Tuple[str, pa.DataType], ...]
+
+
+@dataclass(frozen=True)
 class TaskQuery:
     """One phase as the task runs it."""
     sql: str                          # DuckDB SQL reading the leaves by table name
-    leaves: Tuple[LeafLayout, ...]
+    leaves: Tuple[LeafLayout, ...]    # the leaves in the packed stream
+    files: Tuple[FileLeaf, ...]       # the leaves read from local files
+    shipped: Optional[Any]            # a Spark broadcast: {table: Arrow IPC stream} of the
+    #                                   leaves the driver held (None: none)
     result: pa.Schema                 # the packed result's columns, ERROR excluded
     threads: int                      # DuckDB's threads (0: the machine's cores)
     memory_limit: Optional[int]       # bytes DuckDB may use before it spills (None: default)
@@ -70,6 +82,10 @@ def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> pa.Table:
         config["memory_limit"] = f"{max(1, query.memory_limit >> 20)}MiB"
     db = duckdb.connect(":memory:", config=config)
     try:
+        for table, stream in (query.shipped.value if query.shipped is not None else {}).items():
+            _create(db, table, pa.ipc.open_stream(pa.py_buffer(stream)).read_all())
+        for leaf in query.files:
+            _read_files(db, leaf)
         by_tag = {leaf.tag: leaf for leaf in query.leaves}
         for leaf in query.leaves:
             _append(db, leaf, _leaf_rows(None, leaf), create=True)
@@ -96,13 +112,37 @@ def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> pa.Table:
 
 def _append(db, leaf: LeafLayout, rows: pa.Table, create: bool = False) -> None:
     """Append `rows` to the leaf's table (`create`: create it, of their types)."""
-    table = '"' + leaf.table.replace('"', '""') + '"'
+    _create(db, leaf.table, rows, "CREATE TABLE {} AS" if create else "INSERT INTO {}")
+
+
+def _create(db, table: str, rows: pa.Table, how: str = "CREATE TABLE {} AS") -> None:
+    """Table `table` of DuckDB as `rows` (`how`: or appended to)."""
+    name = '"' + table.replace('"', '""') + '"'
     db.register("__viewlet_rows", rows)
     try:
-        db.execute(f"CREATE TABLE {table} AS SELECT * FROM __viewlet_rows" if create
-                   else f"INSERT INTO {table} SELECT * FROM __viewlet_rows")
+        db.execute(f"{how.format(name)} SELECT * FROM __viewlet_rows")
     finally:
         db.unregister("__viewlet_rows")
+
+
+def _read_files(db, leaf: FileLeaf) -> None:
+    """The leaf's table of DuckDB, its files' rows appended a batch at a time (a column a
+    file lacks, written before the table had it, is NULL, as Spark reads it)."""
+    import pyarrow.parquet as pq
+    schema = pa.schema(list(leaf.columns)) if leaf.columns else \
+        pa.schema([("__viewlet_unit", pa.int32())])
+    _create(db, leaf.table, schema.empty_table())
+    for path in leaf.paths:
+        file = pq.ParquetFile(path)
+        if not leaf.columns:     # no column read (COUNT(*) of a cross join): DuckDB needs one
+            rows = pa.table({"__viewlet_unit": pa.nulls(file.metadata.num_rows, pa.int32())})
+            _create(db, leaf.table, rows, "INSERT INTO {}")
+            continue
+        present = [c for c, _ in leaf.columns if c in file.schema_arrow.names]
+        for batch in file.iter_batches(batch_size=1 << 16, columns=present):
+            rows = pa.table([batch.column(c).cast(t) if c in present else
+                             pa.nulls(batch.num_rows, t) for c, t in leaf.columns], schema=schema)
+            _create(db, leaf.table, rows, "INSERT INTO {}")
 
 
 def _leaf_rows(packed: Optional[pa.RecordBatch], leaf: LeafLayout) -> pa.Table:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from ...plan.batch import Leaf
 from ...plan.local import types as T
 from ...plan.lower import MULT, MapOrigin
+from ...storage.base import Snapshot
 from ..local.executor import available_engine
 from ..spark.io import read_table, snapshot_frame, spark_schema
 from ..state.keyed import matching_rows
@@ -134,30 +135,52 @@ class SparkLeaves(LeafReader):
         self.files = 0
 
     def bind(self, leaf: Leaf):
-        view, ctx, spark = self.view, self.view.ctx, self.spark
+        """The leaf as a DataFrame: rows the driver holds staged as a Parquet file (not a
+        LocalRelation: Spark's optimizer would evaluate every projection and filter over a
+        LocalRelation row by row, interpreted (ConvertToLocalRelation), which cost more than
+        running the batch), the others read by Spark from their files."""
+        rows = self.held(leaf)
+        return self._file(rows) if rows is not None else self.read(leaf)
+
+    def held(self, leaf: Leaf) -> Optional[pa.Table]:
+        """The leaf's rows when the driver holds them: the batch's changes, what earlier
+        phases computed, a map's rows read by lookup; None when Spark reads the leaf's
+        files (`read`)."""
         if leaf.kind == "delta":
-            # A Parquet file, not a LocalRelation: Spark's optimizer would evaluate every
-            # projection and filter over a LocalRelation row by row, interpreted
-            # (ConvertToLocalRelation), which cost more than running the batch.
-            return self._file(self.deltas[leaf.name])
+            return self.deltas[leaf.name]
         if leaf.kind == "pending":
-            return self._file(self.pending_rows(leaf))
-        if leaf.kind == "rel":
-            after, to = self.record.ranges[leaf.name]
-            return read_table(spark, ctx.store, view.table_path(leaf.name),
-                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
-        schema = view.map_schema(leaf.name)
-        columns = schema.keys + list(schema.values)
-        if not leaf.detail:
-            return snapshot_frame(spark, self.whole_map(leaf.name), columns)
+            return self.pending_rows(leaf)
+        if leaf.kind == "rel" or not leaf.detail:
+            return None
         rows = self.matching(leaf)
         snap = self.restricted.get(leaf)
         if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
             # The batch touches most keys of the files read: Spark reads those files
             # rather than a staged copy of most of them.
-            self.read_of[leaf].rows_kept = _rows(snap)
-            return snapshot_frame(spark, snap, columns)
-        return self._file(rows.select(columns))
+            return None
+        schema = self.view.map_schema(leaf.name)
+        return rows.select(schema.keys + list(schema.values))
+
+    def read(self, leaf: Leaf):
+        """A leaf the driver does not hold (`held` is None), as Spark reads its files."""
+        snap, columns = self.files_of(leaf)
+        return snapshot_frame(self.spark, snap, columns)
+
+    def files_of(self, leaf: Leaf) -> Tuple[Snapshot, List[str]]:
+        """The snapshot whose files hold a leaf the driver does not hold, and the columns the
+        plan reads of it (recorded as the batch's map reads)."""
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return (ctx.store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after),
+                    view.columns_of(leaf.name))
+        schema = view.map_schema(leaf.name)
+        columns = schema.keys + list(schema.values)
+        if not leaf.detail:
+            return self.whole_map(leaf.name), columns
+        snap = self.restricted[leaf]
+        self.read_of[leaf].rows_kept = _rows(snap)
+        return snap, columns
 
     def _file(self, data: pa.Table):
         """`data` as a DataFrame over a Parquet file in the attempt's scratch directory."""
@@ -183,12 +206,7 @@ class ArrowLeaves(LeafReader):
                 rows = ctx.store.read_columns(view.table_path(leaf.name),
                                               to if leaf.detail[0] else after,
                                               view.columns_of(leaf.name))
-            # the column types the plan was typed with (Spark's view of the table)
-            schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
-            if not schema.names:      # no column read (COUNT(*) of a cross join): DuckDB
-                # needs one, the plan reads none
-                return pa.table({"__viewlet_unit": pa.nulls(rows.num_rows, pa.int32())})
-            return rows.select(schema.names).cast(schema)
+            return typed_rows(view, leaf, rows)
         schema = view.map_arrow_schema(leaf.name)
         rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)
         return rows.select(schema.names).cast(schema)
@@ -240,6 +258,15 @@ def typed_columns(table, names) -> List:
     local typer reads them (names matched case-insensitively, as Spark does)."""
     types = {c.name.lower(): c.type for c in table.columns}
     return [(n, T.parse(types[n.lower()])) for n in names]
+
+
+def typed_rows(view, leaf: Leaf, rows: pa.Table) -> pa.Table:
+    """A leaf's rows in the column types the plan was typed with (Spark's view of them)."""
+    schema = pa.schema([(c, t.arrow()) for c, t in leaf_columns(view, leaf)])
+    if not schema.names:      # no column read (COUNT(*) of a cross join): DuckDB needs one,
+        # the plan reads none
+        return pa.table({"__viewlet_unit": pa.nulls(rows.num_rows, pa.int32())})
+    return rows.select(schema.names).cast(schema)
 
 
 def leaf_columns(view, leaf: Leaf) -> List:

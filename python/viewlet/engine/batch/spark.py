@@ -59,11 +59,11 @@ class SparkTarget(ArrowTarget):
         self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark, looked_up)
 
     def execute(self, phase: Phase) -> pa.Table:
-        frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         if self.in_task(phase):
-            rows = run_in_task(self.view, self.spark, phase, frames)
+            rows = run_in_task(self.view, self.spark, phase, self.leaves)
             if rows is not None:
                 return plain_types(rows)
+        frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         return frame_arrow(self.spark.sql(phase.spark_text, **frames))
 
     def in_task(self, phase: Phase) -> bool:

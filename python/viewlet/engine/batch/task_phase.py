@@ -1,6 +1,8 @@
-"""A phase of the Spark target in one Spark job: its leaves (DataFrames, as SparkLeaves binds
-them) packed into one stream, read by one task that runs the local target's DuckDB query over
-them (batch/in_task.py) and returns the phase's packed rows.
+"""A phase of the Spark target in one Spark job: one task runs the local target's DuckDB
+query over the phase's leaves (batch/in_task.py). Rows the driver holds (the batch's changes,
+earlier phases' deltas, the rows lookups kept) reach it as one broadcast of Arrow streams;
+the leaves Spark reads from their files (relations, whole maps, most of a map's files)
+reach it packed into one stream.
 
 Spark's own plan of a phase ran a job per broadcast and re-evaluated shared subqueries
 wherever they were referenced: a TPC-H Q20 batch at SF 0.1 took 41 jobs. A phase without an
@@ -18,14 +20,14 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
-from ...plan.batch import LEAF_PREFIX, TAG, Phase
+from ...plan.batch import LEAF_PREFIX, TAG, Leaf, Phase
 from ...plan.local.types import NotLocal
 from ..runtime import cancel
-from ..spark.io import arrow_schema
+from ..spark.io import arrow_schema, snapshot_frame
 from ..state.settings import parse_bytes
 from . import in_task
-from .in_task import ERROR, LEAF, LeafLayout, TaskQuery
-from .leaves import leaf_columns
+from .in_task import ERROR, LEAF, FileLeaf, LeafLayout, TaskQuery
+from .leaves import leaf_columns, typed_rows
 from .local import local_sql
 
 log = logging.getLogger("viewlet")
@@ -43,10 +45,11 @@ def _ship_by_value() -> None:
 _ship_by_value()
 
 
-def run_in_task(view, spark: SparkSession, phase: Phase,
-                frames: Dict[str, DataFrame]) -> Optional[pa.Table]:
+def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.Table]:
     """The phase's packed rows computed in one task, or None when it must run as Spark SQL
-    (said in the log)."""
+    (said in the log). `leaves`: the batch's SparkLeaves. Rows the driver holds (the
+    batch's changes, earlier phases' deltas, lookups' rows) reach the task as one broadcast
+    of Arrow streams; Spark reads the others' files into the packed stream."""
     app = spark.sparkContext.applicationId
     if app in _UNABLE:
         return None
@@ -54,9 +57,27 @@ def run_in_task(view, spark: SparkSession, phase: Phase,
         sql = local_sql(view, phase)
     except NotLocal:
         return None
-    packed, layouts = _packed_leaves(view, spark, phase, frames)
-    query = TaskQuery(sql, tuple(layouts), _result_schema(phase), _threads(spark),
-                      _memory(view, spark))
+    held = {name: leaves.held(leaf) for name, leaf in phase.leaves.items()}
+    shipped = {LEAF_PREFIX + name: _stream(typed_rows(view, phase.leaves[name], rows))
+               for name, rows in held.items() if rows is not None}
+    files, streamed = [], {}
+    local = spark.sparkContext.master.startswith("local")
+    for name, leaf in phase.leaves.items():
+        if held[name] is not None:
+            continue
+        snap, columns = leaves.files_of(leaf)
+        paths = view.ctx.store.local_parquet(snap) if local else None
+        if paths is None:           # remote, deletion vectors, partition columns: Spark reads
+            streamed[name] = (leaf, snapshot_frame(spark, snap, columns))
+        else:
+            typed = leaf_columns(view, leaf)
+            files.append(FileLeaf(LEAF_PREFIX + name, tuple(paths),
+                                  tuple((c, t.arrow()) for c, t in typed)))
+    packed, layouts = _packed_leaves(view, spark, {n: leaf for n, (leaf, _) in streamed.items()},
+                                     {n: frame for n, (_, frame) in streamed.items()})
+    payload = spark.sparkContext.broadcast(shipped) if shipped else None
+    query = TaskQuery(sql, tuple(layouts), tuple(files), payload, _result_schema(phase),
+                      _threads(spark), _memory(view, spark))
     out = StructType(_result_fields(phase) + [StructField(ERROR, StringType())])
     try:
         rows = packed.coalesce(1).mapInArrow(functools.partial(in_task.run, query), out).toArrow()
@@ -64,11 +85,22 @@ def run_in_task(view, spark: SparkSession, phase: Phase,
         cancel.check()
         _failed(app, _missing_module(str(e)) or (str(e).splitlines() or [type(e).__name__])[0])
         return None
+    finally:
+        if payload is not None:
+            payload.destroy()
     errors = rows.column(ERROR).drop_null()
     if len(errors):
         _failed(app, errors[0].as_py())
         return None
     return rows.drop_columns([ERROR])
+
+
+def _stream(rows: pa.Table) -> bytes:
+    """`rows` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return sink.getvalue().to_pybytes()
 
 
 def _failed(app: str, reason: str) -> None:
@@ -88,13 +120,13 @@ def _missing_module(text: str) -> Optional[str]:
     return next((line.strip() for line in text.splitlines() if "No module named" in line), None)
 
 
-def _packed_leaves(view, spark: SparkSession, phase: Phase,
+def _packed_leaves(view, spark: SparkSession, leaves: Dict[str, Leaf],
                    frames: Dict[str, DataFrame]) -> Tuple[DataFrame, List[LeafLayout]]:
-    """The leaves' rows in one DataFrame: LEAF tags each row's leaf, and a leaf's n-th column
+    """The rows of `leaves` (read as `frames`) in one DataFrame: LEAF tags each row's leaf, and a leaf's n-th column
     of a Spark type sits in that type's n-th packed column (the width is what the widest
     leaf needs of each type). One marker row (LEAF -1) makes the task run when every leaf
     is empty."""
-    typed = {name: leaf_columns(view, leaf) for name, leaf in phase.leaves.items()}
+    typed = {name: leaf_columns(view, leaf) for name, leaf in leaves.items()}
     slots: Dict[str, List[str]] = {}           # Spark type -> its packed columns
     layouts, placed = [], []
     for tag, (name, columns) in enumerate(sorted(typed.items())):
@@ -133,8 +165,13 @@ def _quoted(name: str) -> str:
 
 
 def _result_fields(phase: Phase) -> List[StructField]:
-    return [StructField(TAG, _parse_datatype_string("int"))] + [
-        StructField(column, _parse_datatype_string(t)) for column, t in phase.columns()]
+    return list(_fields(((TAG, "int"),) + tuple(phase.columns())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _fields(columns: Tuple[Tuple[str, str], ...]) -> Tuple[StructField, ...]:
+    """StructFields of (name, Spark type) pairs: each type parsed once (a JVM call each)."""
+    return tuple(StructField(name, _parse_datatype_string(t)) for name, t in columns)
 
 
 def _result_schema(phase: Phase) -> pa.Schema:
