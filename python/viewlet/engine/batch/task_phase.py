@@ -1,8 +1,10 @@
 """A phase of the Spark target in one Spark job: one task runs the local target's DuckDB
 query over the phase's leaves (batch/in_task.py). Rows the driver holds (the batch's changes,
 earlier phases' deltas, the rows lookups kept) reach it as one broadcast of Arrow streams;
-the leaves Spark reads from their files (relations, whole maps, most of a map's files)
-reach it packed into one stream.
+leaves held in files (relations, whole maps, most of a map's files) it reads itself when they
+are plain local Parquet files and the master is local, and otherwise (an object store,
+deletion vectors, partition columns) Spark reads them into one packed stream, the task's
+input.
 
 Spark's own plan of a phase ran a job per broadcast and re-evaluated shared subqueries
 wherever they were referenced: a TPC-H Q20 batch at SF 0.1 took 41 jobs. A phase without an
@@ -47,9 +49,7 @@ _ship_by_value()
 
 def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.Table]:
     """The phase's packed rows computed in one task, or None when it must run as Spark SQL
-    (said in the log). `leaves`: the batch's SparkLeaves. Rows the driver holds (the
-    batch's changes, earlier phases' deltas, lookups' rows) reach the task as one broadcast
-    of Arrow streams; Spark reads the others' files into the packed stream."""
+    (said in the log). `leaves`: the batch's SparkLeaves."""
     app = spark.sparkContext.applicationId
     if app in _UNABLE:
         return None
@@ -57,22 +57,7 @@ def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.
         sql = local_sql(view, phase)
     except NotLocal:
         return None
-    held = {name: leaves.held(leaf) for name, leaf in phase.leaves.items()}
-    shipped = {LEAF_PREFIX + name: _stream(typed_rows(view, phase.leaves[name], rows))
-               for name, rows in held.items() if rows is not None}
-    files, streamed = [], {}
-    local = spark.sparkContext.master.startswith("local")
-    for name, leaf in phase.leaves.items():
-        if held[name] is not None:
-            continue
-        snap, columns = leaves.files_of(leaf)
-        paths = view.ctx.store.local_parquet(snap) if local else None
-        if paths is None:           # remote, deletion vectors, partition columns: Spark reads
-            streamed[name] = (leaf, snapshot_frame(spark, snap, columns))
-        else:
-            typed = leaf_columns(view, leaf)
-            files.append(FileLeaf(LEAF_PREFIX + name, tuple(paths),
-                                  tuple((c, t.arrow()) for c, t in typed)))
+    shipped, files, streamed = _inputs(view, spark, phase, leaves)
     packed, layouts = _packed_leaves(view, spark, {n: leaf for n, (leaf, _) in streamed.items()},
                                      {n: frame for n, (_, frame) in streamed.items()})
     payload = spark.sparkContext.broadcast(shipped) if shipped else None
@@ -93,6 +78,27 @@ def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.
         _failed(app, errors[0].as_py())
         return None
     return rows.drop_columns([ERROR])
+
+
+def _inputs(view, spark: SparkSession, phase: Phase, leaves):
+    """How each leaf reaches the task: ({table: Arrow stream} of the rows the driver holds,
+    [FileLeaf] of the local files the task reads, {leaf name: (leaf, DataFrame)} of the
+    files Spark reads)."""
+    shipped, files, streamed = {}, [], {}
+    local = spark.sparkContext.master.startswith("local")
+    for name, leaf in phase.leaves.items():
+        rows = leaves.held(leaf)
+        if rows is not None:
+            shipped[LEAF_PREFIX + name] = _stream(typed_rows(view, leaf, rows))
+            continue
+        snap, columns = leaves.files_of(leaf)
+        paths = view.ctx.store.local_parquet(snap) if local else None
+        if paths is None:
+            streamed[name] = (leaf, snapshot_frame(spark, snap, columns))
+        else:
+            files.append(FileLeaf(LEAF_PREFIX + name, tuple(paths),
+                                  tuple((c, t.arrow()) for c, t in leaf_columns(view, leaf))))
+    return shipped, files, streamed
 
 
 def _stream(rows: pa.Table) -> bytes:
