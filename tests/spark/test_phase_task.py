@@ -82,3 +82,36 @@ def test_leaves_spark_reads_reach_the_task_packed(spark, vl, tmp_path, monkeypat
         assert sum(packed) > 0         # some leaf of the batches went through the stream
     finally:
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS pt_packed")
+
+
+def test_a_file_without_a_column_the_phase_reads_runs_as_spark_sql(spark, vl, tmp_path, caplog):
+    # x's first file predates its column c (Spark reads NULL there; a table with column
+    # mapping names its columns otherwise in every file): the task refuses, Spark runs it
+    import logging
+
+    import pyarrow as pa
+    import viewlet
+    from deltalake import write_deltalake
+
+    feed = {"delta.enableChangeDataFeed": "true"}
+    x, y = str(tmp_path / "x"), str(tmp_path / "y")
+    write_deltalake(x, pa.table({"a": pa.array([1, 2, 3], pa.int32())}), configuration=feed)
+    write_deltalake(x, pa.table({"a": pa.array([1, 2], pa.int32()),
+                                 "c": pa.array([5, 7], pa.int64())}),
+                    mode="append", schema_mode="merge")
+    write_deltalake(y, pa.table({"a": pa.array([1, 2, 3], pa.int32()),
+                                 "w": pa.array([10, 20, 30], pa.int64())}), configuration=feed)
+    viewlet.register_table(spark, "x", x, replace=True)
+    viewlet.register_table(spark, "y", y, replace=True)
+    query = "SELECT x.a, SUM(x.c * y.w) AS s, COUNT(*) AS n FROM x JOIN y ON x.a = y.a GROUP BY x.a"
+    # first-order (depth 1): y's changes join x read whole, from its files
+    spark.sql(f"CREATE INCREMENTAL VIEW pt_evolved WITH (depth = 1, engine = 'spark') AS {query}")
+    try:
+        write_deltalake(y, pa.table({"a": pa.array([1, 3], pa.int32()),
+                                     "w": pa.array([100, 5], pa.int64())}), mode="append")
+        with caplog.at_level(logging.INFO, logger="viewlet"):
+            vl.refresh("pt_evolved")
+        assert any("has no column c" in r.getMessage() for r in caplog.records)
+        assert_view_matches(spark, "pt_evolved", query)
+    finally:
+        spark.sql("DROP INCREMENTAL VIEW IF EXISTS pt_evolved")

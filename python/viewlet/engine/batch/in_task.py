@@ -1,7 +1,9 @@
-"""What one Spark task runs for a phase of the Spark target (batch/hosted.py): the phase's
-DuckDB query (the local target's translation) over its leaves, which reach the task as one
-packed Arrow stream. The module imports only the standard library, pyarrow and DuckDB: it is
-shipped to the executors by value, so they need DuckDB and pyarrow, not Viewlet itself.
+"""What one Spark task runs for a phase of the Spark target (batch/task_phase.py): the
+phase's DuckDB query (the local target's translation) over its leaves, which reach the task
+as a broadcast of Arrow streams (rows the driver held), local Parquet files (read here) and
+the task's input, one packed Arrow stream (files Spark read). The module imports only the
+standard library, pyarrow and DuckDB: it is shipped to the executors by value, so they need
+DuckDB and pyarrow, not Viewlet itself.
 """
 from __future__ import annotations
 
@@ -126,8 +128,10 @@ def _create(db, table: str, rows: pa.Table, how: str = "CREATE TABLE {} AS") -> 
 
 
 def _read_files(db, leaf: FileLeaf) -> None:
-    """The leaf's table of DuckDB, its files' rows appended a batch at a time (a column a
-    file lacks, written before the table had it, is NULL, as Spark reads it)."""
+    """The leaf's table of DuckDB, its files' rows appended a batch at a time. Columns are
+    matched by name without case, as Spark matches them; a file without one of them (a
+    column added since, a table with column mapping) stops the task, and Spark, which
+    reads such tables as Delta says, runs the phase."""
     import pyarrow.parquet as pq
     schema = pa.schema(list(leaf.columns)) if leaf.columns else \
         pa.schema([("__viewlet_unit", pa.int32())])
@@ -138,10 +142,14 @@ def _read_files(db, leaf: FileLeaf) -> None:
             rows = pa.table({"__viewlet_unit": pa.nulls(file.metadata.num_rows, pa.int32())})
             _create(db, leaf.table, rows, "INSERT INTO {}")
             continue
-        present = [c for c, _ in leaf.columns if c in file.schema_arrow.names]
-        for batch in file.iter_batches(batch_size=1 << 16, columns=present):
-            rows = pa.table([batch.column(c).cast(t) if c in present else
-                             pa.nulls(batch.num_rows, t) for c, t in leaf.columns], schema=schema)
+        physical = {name.lower(): name for name in file.schema_arrow.names}
+        missing = [c for c, _ in leaf.columns if c.lower() not in physical]
+        if missing:
+            raise ValueError(f"{path} has no column {missing[0]}")
+        names = [physical[c.lower()] for c, _ in leaf.columns]
+        for batch in file.iter_batches(batch_size=1 << 16, columns=sorted(set(names))):
+            rows = pa.table([batch.column(n).cast(t) for n, (_, t) in zip(names, leaf.columns)],
+                            schema=schema)
             _create(db, leaf.table, rows, "INSERT INTO {}")
 
 
