@@ -29,7 +29,7 @@ from ..spark.io import arrow_schema, snapshot_frame
 from ..state.settings import parse_bytes
 from . import in_task
 from .in_task import ERROR, LEAF, FileLeaf, LeafLayout, TaskQuery
-from .leaves import leaf_columns, typed_rows
+from .leaves import SparkLeaves, leaf_columns, typed_rows
 from .local import local_sql
 
 log = logging.getLogger("viewlet")
@@ -47,9 +47,10 @@ def _ship_by_value() -> None:
 _ship_by_value()
 
 
-def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.Table]:
+def run_in_task(view, spark: SparkSession, phase: Phase,
+                leaves: SparkLeaves) -> Optional[pa.Table]:
     """The phase's packed rows computed in one task, or None when it must run as Spark SQL
-    (said in the log). `leaves`: the batch's SparkLeaves."""
+    (said in the log)."""
     app = spark.sparkContext.applicationId
     if app in _UNABLE:
         return None
@@ -80,7 +81,8 @@ def run_in_task(view, spark: SparkSession, phase: Phase, leaves) -> Optional[pa.
     return rows.drop_columns([ERROR])
 
 
-def _inputs(view, spark: SparkSession, phase: Phase, leaves):
+def _inputs(view, spark: SparkSession, phase: Phase, leaves: SparkLeaves
+            ) -> Tuple[Dict[str, bytes], List[FileLeaf], Dict[str, Tuple[Leaf, DataFrame]]]:
     """How each leaf reaches the task: ({table: Arrow stream} of the rows the driver holds,
     [FileLeaf] of the local files the task reads, {leaf name: (leaf, DataFrame)} of the
     files Spark reads)."""
