@@ -133,14 +133,12 @@ def _read_files(db, leaf: FileLeaf) -> None:
     column added since, a table with column mapping) stops the task, and Spark, which
     reads such tables as Delta says, runs the phase."""
     import pyarrow.parquet as pq
-    schema = pa.schema(list(leaf.columns)) if leaf.columns else \
-        pa.schema([("__viewlet_unit", pa.int32())])
-    _create(db, leaf.table, schema.empty_table())
+    schema = pa.schema(list(leaf.columns))
+    _create(db, leaf.table, schema.empty_table() if leaf.columns else _unit(0))
     for path in leaf.paths:
         file = pq.ParquetFile(path)
-        if not leaf.columns:     # no column read (COUNT(*) of a cross join): DuckDB needs one
-            rows = pa.table({"__viewlet_unit": pa.nulls(file.metadata.num_rows, pa.int32())})
-            _create(db, leaf.table, rows, "INSERT INTO {}")
+        if not leaf.columns:
+            _create(db, leaf.table, _unit(file.metadata.num_rows), "INSERT INTO {}")
             continue
         physical = {name.lower(): name for name in file.schema_arrow.names}
         missing = [c for c, _ in leaf.columns if c.lower() not in physical]
@@ -156,11 +154,16 @@ def _read_files(db, leaf: FileLeaf) -> None:
 def _leaf_rows(packed: Optional[pa.RecordBatch], leaf: LeafLayout) -> pa.Table:
     """The leaf's rows of a packed batch (all of them), in its own column names and types;
     none when `packed` is None."""
-    if not leaf.columns:        # no column read (COUNT(*) of a cross join): DuckDB needs one
-        rows = 0 if packed is None else packed.num_rows
-        return pa.table({"__viewlet_unit": pa.nulls(rows, pa.int32())})
+    if not leaf.columns:
+        return _unit(0 if packed is None else packed.num_rows)
     schema = pa.schema([(name, type_) for name, _, type_ in leaf.columns])
     if packed is None:
         return schema.empty_table()
     return pa.table([packed.column(slot).cast(type_) for _, slot, type_ in leaf.columns],
                     schema=schema)
+
+
+def _unit(rows: int) -> pa.Table:
+    """`rows` rows of a leaf that reads no column (COUNT(*) of a cross join): DuckDB needs
+    one, the query reads none."""
+    return pa.table({"__viewlet_unit": pa.nulls(rows, pa.int32())})

@@ -16,7 +16,7 @@ from ...storage.arrow import plain_types
 from ..spark.io import frame_arrow
 from ..state.settings import SPARK
 from .leaves import LeafReader, SparkLeaves
-from .task_phase import run_in_task
+from .task_phase import local_master, run_in_task
 from .target import ArrowTarget
 
 #: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
@@ -76,7 +76,7 @@ class SparkTarget(ArrowTarget):
         settings = self.view.settings
         if settings.phase_engine != "duckdb" or len(phase.leaves) < 2:
             return False
-        return self.spark.sparkContext.master.startswith("local") or \
+        return local_master(self.spark) or \
             (self.input_rows or 0) <= settings.max_input_rows
 
     def __exit__(self, *exc) -> None:

@@ -24,6 +24,7 @@ from pyspark.sql.types import StringType, StructField, StructType, _parse_dataty
 
 from ...plan.batch import LEAF_PREFIX, TAG, Leaf, Phase
 from ...plan.local.types import NotLocal
+from ...plan.lower import q
 from ..runtime import cancel
 from ..spark.io import arrow_schema, snapshot_frame
 from ..state.settings import parse_bytes
@@ -36,6 +37,12 @@ log = logging.getLogger("viewlet")
 
 #: Spark applications whose executors cannot run a phase's task (no DuckDB), and why
 _UNABLE: Dict[str, str] = {}
+
+
+def local_master(spark: SparkSession) -> bool:
+    """Spark runs in this machine (local, local-cluster): its tasks share the driver's file
+    system and cores."""
+    return spark.sparkContext.master.startswith("local")
 
 
 def _ship_by_value() -> None:
@@ -87,7 +94,7 @@ def _inputs(view, spark: SparkSession, phase: Phase, leaves: SparkLeaves
     [FileLeaf] of the local files the task reads, {leaf name: (leaf, DataFrame)} of the
     files Spark reads)."""
     shipped, files, streamed = {}, [], {}
-    local = spark.sparkContext.master.startswith("local")
+    local = local_master(spark)
     for name, leaf in phase.leaves.items():
         rows = leaves.held(leaf)
         if rows is not None:
@@ -169,7 +176,8 @@ def _packed(source: str, tag: int, columns: Dict[str, str], types: Dict[str, str
 
 
 def _quoted(name: str) -> str:
-    return ("`" + name.replace("`", "``") + "`").replace("{", "{{").replace("}", "}}")
+    """A column name in a spark.sql format string: backquoted, braces doubled."""
+    return q(name).replace("{", "{{").replace("}", "}}")
 
 
 def _result_fields(phase: Phase) -> List[StructField]:
@@ -192,7 +200,7 @@ def _threads(spark: SparkSession) -> int:
     cores = spark.conf.get("spark.executor.cores", None)
     if cores:
         return int(cores)
-    if spark.sparkContext.master.startswith("local"):
+    if local_master(spark):
         return max(1, spark.sparkContext.defaultParallelism)
     return 0
 
@@ -204,6 +212,6 @@ def _memory(view, spark: SparkSession) -> Optional[int]:
     raw = spark.conf.get("spark.executor.pyspark.memory", None)
     if raw:
         return parse_bytes(raw, "spark.executor.pyspark.memory")
-    if spark.sparkContext.master.startswith("local"):
+    if local_master(spark):
         return view.settings.engine_memory
     return None
