@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from compiler_helpers import compile_sql
+from compiler_helpers import compile_sql, dump
 from test_randomized import check_equivalence
 from viewlet.workloads.tpch import SCHEMAS
 
@@ -186,3 +186,38 @@ def test_q2_min_is_a_multiset_of_costs_per_part_read_for_touched_parts():
     multisets = [n for n in read if len(program.maps[n].keys) == 2 and
                  program.maps[n].relations() == {"partsupp", "supplier", "nation", "region"}]
     assert len(multisets) == 1, read        # (the batch's new offers join a supplier map)
+
+
+def _monomials(query):
+    """Every monomial of the query, those of its nested queries and domains too."""
+    from viewlet.calculus.ir import Domain, Groups, Nested
+    for m in query.monomials:
+        yield m
+        for a in m.atoms:
+            if isinstance(a, (Nested, Domain, Groups)):
+                yield from _monomials(a.query)
+
+
+def test_q20_keeps_each_suppliers_in_count_as_a_map():
+    """Q20's `s_suppkey IN (SELECT ps_suppkey FROM partsupp WHERE ... ps_availqty > (0.5 *
+    SUM(l_quantity) per part and supplier))` is one map keyed by the supplier (compiler/
+    caches.py `with_row_caches`), so a lineitem or part batch reads a touched supplier's old
+    count from it and reads partsupp rows only for the (part, supplier) pairs it touches,
+    not every partsupp row of the supplier."""
+    from viewlet.calculus.ir import Domain, MapRef, Nested, walk_atoms
+    _, program = compile_sql(load("q20"), tables=TPCH)
+    caches = [m for m in program.maps.values() if m.cache]
+    assert len(caches) == 1, dump(program)
+    cache = caches[0]
+    assert len(cache.keys) == 1 and cache.relations() == {"partsupp", "lineitem", "part"}
+    (partsupp,) = [n for n, m in program.maps.items() if m.relations() == {"partsupp"}]
+    for rel in ("lineitem", "part"):
+        (stmt,) = [s for s in program.statements_for(rel) if s.target == program.view_map]
+        counts = [a for a in walk_atoms(stmt.rhs) if isinstance(a, Nested) and a.cached]
+        assert counts and all(cache.name in {r.name for r in walk_atoms(a.query)
+                                             if isinstance(r, MapRef)} for a in counts)
+        for mono in _monomials(stmt.rhs):
+            refs = [a for a in mono.atoms if isinstance(a, MapRef) and a.name == partsupp]
+            domains = [a for a in mono.atoms if isinstance(a, Domain)]
+            for ref in refs:     # the partsupp rows of touched parts (and suppliers) only
+                assert any(set(d.vars) & set(ref.vars[1:]) for d in domains), dump(program)
