@@ -54,12 +54,23 @@ def test_nested_aggregate_the_batch_does_not_touch_is_constant():
 
 
 def test_equality_correlated_nested_aggregate_is_restricted_to_the_touched_inputs():
-    # (x := Q) changes only for the inputs the batch binds: Dom over ds's x column
+    # (x := Q) changes only for the inputs the batch binds: Dom over ds's x column; the
+    # condition reading it is one term over the rows where it flips (new value under a
+    # fresh name: old and new in one monomial)
+    flips = "((CASE WHEN (y < z_2) THEN 1 ELSE 0 END) <> (CASE WHEN (y < z) THEN 1 ELSE 0 END))"
+    by = "{(CASE WHEN (y < z_2) THEN 1 ELSE 0 END) - (CASE WHEN (y < z) THEN 1 ELSE 0 END)}"
     assert_expr(d("r(a: x, b: y) * (z := Sum[x](s(b: x, c: w) * w)) * (y < z)", "s"),
                 "r(a: x, b: y) * Dom[x](Sum[x](ds(b: x, c: dom_c)))"
+                " * (z_2 := Sum[x](s(b: x, c: w) * w + ds(b: x, c: w2) * w2))"
+                f" * (z := Sum[x](s(b: x, c: w) * w)) * {flips} * {by}")
+
+
+def test_nested_value_read_by_a_value_keeps_old_and_new_terms():
+    # a value (not only conditions) reads the nested aggregate: no single flip term
+    assert_expr(d("r(a: x, b: y) * (z := Sum[x](s(b: x, c: w) * w)) * {z * y}", "s"),
+                "r(a: x, b: y) * Dom[x](Sum[x](ds(b: x, c: dom_c)))"
                 " * ((z := Sum[x](s(b: x, c: w) * w + ds(b: x, c: w2) * w2))"
-                "    + -1 * (z := Sum[x](s(b: x, c: w) * w)))"
-                " * (y < z)")
+                "    + -1 * (z := Sum[x](s(b: x, c: w) * w))) * {z * y}")
 
 
 def test_inequality_correlated_nested_aggregate_is_not_restricted():
@@ -70,10 +81,13 @@ def test_inequality_correlated_nested_aggregate_is_not_restricted():
 
 
 def test_uncorrelated_nested_aggregate_computes_its_value_twice():
-    # [V] Ex. 8: Sum(sigma_{Sum(S) + dS = A} R) - Sum(sigma_{Sum(S) = A} R)
+    # [V] Ex. 8: Sum(sigma_{Sum(S) + dS = A} R) - Sum(sigma_{Sum(S) = A} R), as one term
+    # over the rows of R whose comparison flips
+    flips = "((CASE WHEN (z_2 = x) THEN 1 ELSE 0 END) <> (CASE WHEN (z = x) THEN 1 ELSE 0 END))"
+    by = "{(CASE WHEN (z_2 = x) THEN 1 ELSE 0 END) - (CASE WHEN (z = x) THEN 1 ELSE 0 END)}"
     assert_expr(d("r(a: x) * (z := Sum[](s(b: w) * w)) * (z = x)", "s"),
-                "r(a: x) * ((z := Sum[](s(b: w) * w + ds(b: w2) * w2))"
-                "           + -1 * (z := Sum[](s(b: w) * w))) * (z = x)")
+                "r(a: x) * (z_2 := Sum[](s(b: w) * w + ds(b: w2) * w2))"
+                f" * (z := Sum[](s(b: w) * w)) * {flips} * {by}")
 
 
 def test_multiset_aggregate_takes_the_new_multiset():

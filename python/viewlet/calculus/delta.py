@@ -14,17 +14,21 @@ kind of nested aggregate: a MIN / MAX / DISTINCT aggregate is a function of its 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product as cartesian
+
+from sqlglot import exp
 
 from .ir import (Add, Const, Cond, DeltaRel, Domain, Expr, Groups, Lift, MapRef, Mul, Nested, Query,
                  Rel, Sum, Value, ZERO)
+from .scalar import Scalar
 
 RELATIONAL = (Rel, DeltaRel, MapRef, Domain, Groups)
 NESTED = (Nested, Groups)
 
 
-def delta(expr: Expr, table: str) -> Expr:
+def delta(expr: Expr, table: str, keep: frozenset = frozenset()) -> Expr:
+    """`keep`: the variables an enclosing Sum groups by (a term may not rename them)."""
     if isinstance(expr, _NestedGroup):
         return expr.delta(table)
     if isinstance(expr, Rel):
@@ -34,11 +38,11 @@ def delta(expr: Expr, table: str) -> Expr:
     if isinstance(expr, (DeltaRel, MapRef, Const, Value, Cond, Lift, Domain)):
         return ZERO
     if isinstance(expr, Sum):
-        return Sum(expr.group, delta(expr.body, table))
+        return Sum(expr.group, delta(expr.body, table, keep | frozenset(expr.group)))
     if isinstance(expr, Add):
-        return Add(tuple(delta(t, table) for t in expr.terms))
+        return Add(tuple(delta(t, table, keep) for t in expr.terms))
     if isinstance(expr, Mul):
-        return _delta_product(expr.factors, table)
+        return _delta_product(expr.factors, table, keep)
     raise TypeError(f"no delta rule for {type(expr).__name__}")
 
 
@@ -77,10 +81,8 @@ def _delta_nested(atom, table: str) -> Expr:
     new = _with_query(atom, Query(atom.query.group,
                                   simplify(atom.query.monomials + dq.monomials, atom.query.group)))
     diff = Add((new, Mul((Const(-1), atom))))
-    touched = Query(_inputs(atom), dq.monomials)        # the inputs whose value may change
-    if touched.group and binds_inputs(touched):
-        return Mul((domain_of(touched), diff))
-    return diff
+    domain = _touched_domain((atom,), (dq,))            # the inputs whose value may change
+    return diff if domain is None else Mul((domain, diff))
 
 
 def domain_of(dq: Query) -> Domain:
@@ -124,12 +126,81 @@ class _NestedGroup:
             news.append(_with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
                                                                        a.query.group))))
         diff = Add((Mul(tuple(news)), Mul((Const(-1),) + tuple(self.atoms))))
-        group = _inputs(self.atoms[0])
-        touched = [Query(_inputs(a), dq.monomials) for a, dq in zip(self.atoms, dqs)]
-        if group and all(t.group == group and binds_inputs(t) for t in touched):
-            union = Query(group, tuple(m for t in touched for m in t.monomials))
-            return Mul((domain_of(union), diff))
-        return diff
+        domain = _touched_domain(self.atoms, dqs)
+        return diff if domain is None else Mul((domain, diff))
+
+
+def _flipped(factors, picked, table: str, keep: frozenset):
+    """The term of the product rule for a change of nested aggregates alone, when what
+    reads their values is conditions only: rest * (news * C(new) - olds * C(old)) as
+
+        rest * news * olds * (C(new) <> C(old)) * (C(new) - C(old))
+
+    with C the conditions' conjunction as 1 or 0 (NULL is not true) and the new values under
+    fresh names. One term instead of two, and its filter keeps only the rows whose comparison
+    flips: a comparison with a total the batch moves a little (TPC-H Q22a's balance against
+    the sum of positive balances) re-evaluates the rows between the old and new value, not
+    every row twice. None when the rule does not apply (a value or assignment reads the
+    nested value, or the enclosing query outputs it)."""
+    (k,) = picked
+    factor = factors[k]
+    atoms = factor.atoms if isinstance(factor, _NestedGroup) else (factor,)
+    if not all(isinstance(a, Nested) for a in atoms):
+        return None
+    values = frozenset(a.var for a in atoms)
+    if values & keep:
+        return None
+    rest = [f for i, f in enumerate(factors) if i != k]
+    readers = [f for f in rest if _free_vars(f) & values]
+    if not readers or not all(isinstance(f, Cond) for f in readers):
+        return None
+    from .normalize import fresh_var
+    renames = {a.var: fresh_var(a.var.split("_")[0] or "v")
+               for a in sorted(atoms, key=lambda a: a.var)}
+    news, dqs = [], []
+    for a in atoms:
+        dq = nested_delta_query(a.query, table)
+        dqs.append(dq)
+        new = _with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
+                                                             a.query.group)))
+        news.append(replace(new, var=renames[a.var]))
+    old_holds = _all_true([f.pred for f in readers])
+    new_holds = _all_true([f.pred.rename(renames) for f in readers])
+    flip = exp.Sub(this=_indicator(new_holds), expression=_indicator(old_holds))
+    differ = exp.NEQ(this=_indicator(new_holds), expression=_indicator(old_holds))
+    kept = [f for f in rest if not any(f is r for r in readers)]
+    domain = _touched_domain(atoms, dqs)
+    return Mul(tuple(kept) + ((domain,) if domain is not None else ()) + tuple(news)
+               + tuple(atoms) + (Cond(Scalar(differ)), Value(Scalar(flip))))
+
+
+def _free_vars(f) -> frozenset:
+    return f.free_vars() if hasattr(f, "free_vars") else frozenset().union(
+        *(a.free_vars() for a in f.atoms))
+
+
+def _all_true(preds) -> exp.Expression:
+    nodes = [exp.Paren(this=p.ast) for p in preds]
+    out = nodes[0]
+    for n in nodes[1:]:
+        out = exp.And(this=out, expression=n)
+    return out
+
+
+def _indicator(pred: exp.Expression) -> exp.Expression:
+    """1 when pred is true, else 0 (false or NULL), as a Cond counts it."""
+    return exp.Paren(this=exp.Case(ifs=[exp.If(this=pred.copy(), true=exp.Literal.number(1))],
+                                   default=exp.Literal.number(0)))
+
+
+def _touched_domain(atoms, dqs):
+    """Domain(the inputs the batch touches) for nested aggregates of one input list whose
+    deltas all bind it; None when there is none (uncorrelated, or inputs not bound)."""
+    group = _inputs(atoms[0])
+    touched = [Query(_inputs(a), dq.monomials) for a, dq in zip(atoms, dqs)]
+    if group and all(t.group == group and binds_inputs(t) for t in touched):
+        return domain_of(Query(group, tuple(m for t in touched for m in t.monomials)))
+    return None
 
 
 def _plain(f):
@@ -150,20 +221,26 @@ def _group_nested(factors, table):
     return rest + [_NestedGroup(tuple(changed))]
 
 
-def _delta_product(factors, table) -> Expr:
+def _delta_product(factors, table, keep: frozenset = frozenset()) -> Expr:
     """d(f1*...*fn) = sum over non-empty sets S of changed factors of prod(i in S ? dfi : fi).
 
     This is the binary rule dQ1*Q2 + Q1*dQ2 + dQ1*dQ2 applied n-ary; the terms with several
-    delta factors are what self-joins need when one batch touches both occurrences.
+    delta factors are what self-joins need when one batch touches both occurrences. A term
+    that changes only nested aggregates which conditions compare with is one term over the
+    rows whose comparison flips (`_flipped`).
     """
     factors = _group_nested(factors, table)
-    deltas = [delta(f, table) for f in factors]
+    deltas = [delta(f, table, keep) for f in factors]
     changed = [i for i, d in enumerate(deltas) if d != ZERO]
     terms = []
     for choice in cartesian((False, True), repeat=len(changed)):
         if not any(choice):
             continue
         picked = {i for i, take in zip(changed, choice) if take}
+        flipped = _flipped(factors, picked, table, keep) if len(picked) == 1 else None
+        if flipped is not None:
+            terms.append(flipped)
+            continue
         terms.append(Mul(tuple(deltas[i] if i in picked else _plain(f) for i, f in enumerate(factors))))
     if not terms:
         return ZERO
