@@ -74,12 +74,10 @@ def _with_query(atom, query: Query):
 
 
 def _delta_nested(atom, table: str) -> Expr:
-    from .normalize import simplify
     dq = nested_delta_query(atom.query, table)
     if dq.is_zero():
         return ZERO
-    new = _with_query(atom, Query(atom.query.group,
-                                  simplify(atom.query.monomials + dq.monomials, atom.query.group)))
+    new = _new_value(atom, dq)
     diff = Add((new, Mul((Const(-1), atom))))
     domain = _touched_domain((atom,), (dq,))            # the inputs whose value may change
     return diff if domain is None else Mul((domain, diff))
@@ -119,12 +117,8 @@ class _NestedGroup:
     atoms: tuple
 
     def delta(self, table: str) -> Expr:
-        news, dqs = [], []
-        for a in self.atoms:
-            dq = nested_delta_query(a.query, table)
-            dqs.append(dq)
-            news.append(_with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
-                                                                       a.query.group))))
+        dqs = [nested_delta_query(a.query, table) for a in self.atoms]
+        news = [_new_value(a, dq) for a, dq in zip(self.atoms, dqs)]
         diff = Add((Mul(tuple(news)), Mul((Const(-1),) + tuple(self.atoms))))
         domain = _touched_domain(self.atoms, dqs)
         return diff if domain is None else Mul((domain, diff))
@@ -151,19 +145,14 @@ def _flipped(factors, picked, table: str, keep: frozenset):
     if values & keep:
         return None
     rest = [f for i, f in enumerate(factors) if i != k]
-    readers = [f for f in rest if _free_vars(f) & values]
+    readers = [f for f in rest if f.free_vars() & values]
     if not readers or not all(isinstance(f, Cond) for f in readers):
         return None
     from .normalize import fresh_var
     renames = {a.var: fresh_var(a.var.split("_")[0] or "v")
                for a in sorted(atoms, key=lambda a: a.var)}
-    news, dqs = [], []
-    for a in atoms:
-        dq = nested_delta_query(a.query, table)
-        dqs.append(dq)
-        new = _with_query(a, Query(a.query.group, _simplify(a.query.monomials + dq.monomials,
-                                                             a.query.group)))
-        news.append(replace(new, var=renames[a.var]))
+    dqs = [nested_delta_query(a.query, table) for a in atoms]
+    news = [replace(_new_value(a, dq), var=renames[a.var]) for a, dq in zip(atoms, dqs)]
     old_holds = _all_true([f.pred for f in readers])
     new_holds = _all_true([f.pred.rename(renames) for f in readers])
     flip = exp.Sub(this=_indicator(new_holds), expression=_indicator(old_holds))
@@ -172,11 +161,6 @@ def _flipped(factors, picked, table: str, keep: frozenset):
     domain = _touched_domain(atoms, dqs)
     return Mul(tuple(kept) + ((domain,) if domain is not None else ()) + tuple(news)
                + tuple(atoms) + (Cond(Scalar(differ)), Value(Scalar(flip))))
-
-
-def _free_vars(f) -> frozenset:
-    return f.free_vars() if hasattr(f, "free_vars") else frozenset().union(
-        *(a.free_vars() for a in f.atoms))
 
 
 def _all_true(preds) -> exp.Expression:
@@ -191,6 +175,12 @@ def _indicator(pred: exp.Expression) -> exp.Expression:
     """1 when pred is true, else 0 (false or NULL), as a Cond counts it."""
     return exp.Paren(this=exp.Case(ifs=[exp.If(this=pred.copy(), true=exp.Literal.number(1))],
                                    default=exp.Literal.number(0)))
+
+
+def _new_value(atom, dq: Query):
+    """The nested aggregate after the batch: its query plus its delta query."""
+    return _with_query(atom, Query(atom.query.group, _simplify(atom.query.monomials + dq.monomials,
+                                                                atom.query.group)))
 
 
 def _touched_domain(atoms, dqs):
