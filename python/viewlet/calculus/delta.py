@@ -131,11 +131,11 @@ def _flipped(factors, picked, table: str, keep: frozenset):
         rest * news * olds * (C(new) <> C(old)) * (C(new) - C(old))
 
     with C the conditions' conjunction as 1 or 0 (NULL is not true) and the new values under
-    fresh names. One term instead of two, and its filter keeps only the rows whose comparison
-    flips: a comparison with a total the batch moves a little (TPC-H Q22a's balance against
-    the sum of positive balances) re-evaluates the rows between the old and new value, not
-    every row twice. None when the rule does not apply (a value or assignment reads the
-    nested value, or the enclosing query outputs it)."""
+    fresh names. One evaluation of the enclosing part instead of two, and its filter leaves
+    only the rows whose comparison flips for the rest of it: a comparison with a total the
+    batch moves a little (TPC-H Q22a's balance against the sum of positive balances) tests
+    every row once and joins few. None when the rule does not apply (a value or assignment
+    reads the nested value, or the enclosing query outputs it)."""
     (k,) = picked
     factor = factors[k]
     atoms = factor.atoms if isinstance(factor, _NestedGroup) else (factor,)
@@ -153,10 +153,10 @@ def _flipped(factors, picked, table: str, keep: frozenset):
                for a in sorted(atoms, key=lambda a: a.var)}
     dqs = [nested_delta_query(a.query, table) for a in atoms]
     news = [replace(_new_value(a, dq), var=renames[a.var]) for a, dq in zip(atoms, dqs)]
-    old_holds = _all_true([f.pred for f in readers])
-    new_holds = _all_true([f.pred.rename(renames) for f in readers])
-    flip = exp.Sub(this=_indicator(new_holds), expression=_indicator(old_holds))
-    differ = exp.NEQ(this=_indicator(new_holds), expression=_indicator(old_holds))
+    new_holds = _indicator(_all_true([f.pred.rename(renames) for f in readers]))
+    old_holds = _indicator(_all_true([f.pred for f in readers]))
+    flip = exp.Sub(this=new_holds.copy(), expression=old_holds.copy())
+    differ = exp.NEQ(this=new_holds, expression=old_holds)
     kept = [f for f in rest if not any(f is r for r in readers)]
     domain = _touched_domain(atoms, dqs)
     return Mul(tuple(kept) + ((domain,) if domain is not None else ()) + tuple(news)
@@ -173,7 +173,7 @@ def _all_true(preds) -> exp.Expression:
 
 def _indicator(pred: exp.Expression) -> exp.Expression:
     """1 when pred is true, else 0 (false or NULL), as a Cond counts it."""
-    return exp.Paren(this=exp.Case(ifs=[exp.If(this=pred.copy(), true=exp.Literal.number(1))],
+    return exp.Paren(this=exp.Case(ifs=[exp.If(this=pred, true=exp.Literal.number(1))],
                                    default=exp.Literal.number(0)))
 
 

@@ -35,6 +35,7 @@ inputs alone (Q18a's per-order count) is one lookup per input already.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 from ..calculus.delta import binds_inputs
 from ..calculus.ir import SUM, Groups, Monomial, Nested, Query, Rel
@@ -44,39 +45,43 @@ from ..calculus.normalize import simplify
 def with_view_caches(query: Query) -> Query:
     """query with each nested aggregate that a relation of its monomial can restrict marked
     as a view cache (nested aggregates inside nested aggregates too)."""
-    return Query(query.group, tuple(_monomial(m) for m in query.monomials))
-
-
-def _monomial(mono: Monomial) -> Monomial:
-    relations = [a for a in mono.atoms if isinstance(a, Rel)]
-    atoms = []
-    for a in mono.atoms:
-        if isinstance(a, Nested):
-            a = replace(a, query=with_view_caches(a.query))
-            if not a.cached and a.inputs and not binds_inputs(Query(a.inputs, a.query.monomials)):
-                binder = next((r for r in relations if set(a.inputs) <= set(r.vars)), None)
-                if binder is not None:
-                    a = replace(a, query=_restricted(a.query, a.inputs, binder), cached=True)
-        atoms.append(a)
-    return Monomial(mono.coef, tuple(atoms))
+    return _marked(query, _view_cache)
 
 
 def with_row_caches(query: Query) -> Query:
     """query with each nested SUM that sums a comparison per row (a nested aggregate in it
     keyed by a variable it sums over) and binds its inputs marked as a view cache, at any
     depth."""
-    return Query(query.group, tuple(Monomial(m.coef, tuple(_row_cache(a) for a in m.atoms))
-                                    for m in query.monomials))
+    return _marked(query, _row_cache)
 
 
-def _row_cache(atom):
-    if not isinstance(atom, Nested):
+def _marked(query: Query, mark: Callable[[Nested, Monomial], Nested]) -> Query:
+    """query with `mark(atom, its monomial)` applied to each nested aggregate, innermost
+    first (an atom's query is marked before the atom)."""
+    return Query(query.group, tuple(
+        Monomial(m.coef, tuple(mark(replace(a, query=_marked(a.query, mark)), m)
+                               if isinstance(a, Nested) else a for a in m.atoms))
+        for m in query.monomials))
+
+
+def _view_cache(atom: Nested, mono: Monomial) -> Nested:
+    """An inequality-correlated atom restricted to the input values a relation of its
+    monomial holds, as a cache."""
+    if atom.cached or not atom.inputs or binds_inputs(Query(atom.inputs, atom.query.monomials)):
         return atom
-    atom = replace(atom, query=with_row_caches(atom.query))
+    binder = next((r for r in mono.atoms if isinstance(r, Rel) and set(atom.inputs) <= set(r.vars)),
+                  None)
+    if binder is None:
+        return atom
+    return replace(atom, query=_restricted(atom.query, atom.inputs, binder), cached=True)
+
+
+def _row_cache(atom: Nested, mono: Monomial) -> Nested:
+    """A SUM that binds its inputs and compares per row, as a cache."""
     if (atom.kind == SUM and not atom.cached and atom.inputs
             and binds_inputs(Query(atom.inputs, atom.query.monomials))
             and _compares_per_row(atom)):
-        atom = replace(atom, cached=True)
+        return replace(atom, cached=True)
     return atom
 
 

@@ -91,9 +91,8 @@ def view_caches(c: "Compiler", view: View) -> View:
     """View caches ([J] §5.2, option `caches`, depth unlimited or >= 2): each nested aggregate
     a relation of its monomial can restrict is marked as a cache, to become one map keyed by
     its inputs (compiler/caches.py). Without the option the view is unchanged."""
-    if c.caches and (c.depth is None or c.depth >= 2):   # caches are maps
-        view.columns = {col: with_view_caches(q) for col, q in view.columns.items()}
-        view.multisets = {n: with_view_caches(q) for n, q in view.multisets.items()}
+    if c.caches:
+        _mark_caches(c, view, with_view_caches)
     return view
 
 
@@ -102,10 +101,16 @@ def row_caches(c: "Compiler", view: View) -> View:
     their own (TPC-H Q20's IN count over partsupp) is marked as a cache, to become one map
     keyed by its inputs (compiler/caches.py `with_row_caches`): a batch then looks its old
     value up instead of summing every row of each touched input again."""
-    if c.depth is None or c.depth >= 2:     # caches are maps
-        view.columns = {col: with_row_caches(q) for col, q in view.columns.items()}
-        view.multisets = {n: with_row_caches(q) for n, q in view.multisets.items()}
+    _mark_caches(c, view, with_row_caches)
     return view
+
+
+def _mark_caches(c: "Compiler", view: View, mark: Callable[[Query], Query]) -> None:
+    """The view's columns and multisets through `mark`, at depths that keep maps of order
+    >= 1 under the view (a cache is a map)."""
+    if c.depth is None or c.depth >= 2:
+        view.columns = {col: mark(q) for col, q in view.columns.items()}
+        view.multisets = {n: mark(q) for n, q in view.multisets.items()}
 
 
 def view_maps(c: "Compiler", view: View) -> View:
