@@ -204,13 +204,20 @@ def test_q20_keeps_each_suppliers_in_count_as_a_map():
     caches.py `with_row_caches`), so a lineitem or part batch reads a touched supplier's old
     count from it and reads partsupp rows only for the (part, supplier) pairs it touches,
     not every partsupp row of the supplier."""
-    from viewlet.calculus.ir import Domain, MapRef, Nested, walk_atoms
+    from viewlet.calculus.ir import Domain, MapRef, Nested, Rel, walk_atoms
     _, program = compile_sql(load("q20"), tables=TPCH)
     caches = [m for m in program.maps.values() if m.cache]
     assert len(caches) == 1, dump(program)
     cache = caches[0]
     assert len(cache.keys) == 1 and cache.relations() == {"partsupp", "lineitem", "part"}
     (partsupp,) = [n for n, m in program.maps.items() if m.relations() == {"partsupp"}]
+    # the key positions of the partsupp map that hold its part and supplier
+    (definition,) = program.maps[partsupp].values.values()
+    (rel,) = {a for a in walk_atoms(definition) if isinstance(a, Rel)}
+    column_of = dict(zip(rel.vars, rel.columns))
+    pair = [j for j, k in enumerate(program.maps[partsupp].keys)
+            if column_of.get(k) in ("ps_partkey", "ps_suppkey")]
+    assert len(pair) == 2, dump(program)
     for rel in ("lineitem", "part"):
         (stmt,) = [s for s in program.statements_for(rel) if s.target == program.view_map]
         counts = [a for a in walk_atoms(stmt.rhs) if isinstance(a, Nested) and a.cached]
@@ -220,4 +227,5 @@ def test_q20_keeps_each_suppliers_in_count_as_a_map():
             refs = [a for a in mono.atoms if isinstance(a, MapRef) and a.name == partsupp]
             domains = [a for a in mono.atoms if isinstance(a, Domain)]
             for ref in refs:     # the partsupp rows of touched parts (and suppliers) only
-                assert any(set(d.vars) & set(ref.vars[1:]) for d in domains), dump(program)
+                assert any(set(d.vars) & {ref.vars[j] for j in pair} for d in domains), \
+                    dump(program)

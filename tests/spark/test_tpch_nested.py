@@ -19,7 +19,7 @@ import viewlet
 
 from viewlet.tools.demo import load_query
 
-from .oracle import assert_matches, refresh
+from .oracle import ENGINE, assert_matches, refresh
 
 # at SF 0.01: the papers' nested variants and the queries whose maps stay near the tables' size
 DEFAULT = ["q18a", "q17a", "q22a", "q20", "q4", "q17", "q22", "q13", "q15", "q5"]
@@ -68,7 +68,10 @@ def test_tpch_view_equals_recompute(spark, vl, tpch_bases, tmp_path, name, scale
             stream.apply(stream.next_batch(200))
             refresh(spark, view)
             assert_matches(spark, view, query)
-            if name in LOOKUP_ONLY and scale == SMALL_SCALE:   # tiny: a batch touches every key
+            # tiny: a batch touches every key; the distributed target binds a lookup to the
+            # whole map by design (batch/leaves.py FrameLeaves: the executors' join keeps the
+            # looked-up rows), so only the driver-side targets read by lookup
+            if name in LOOKUP_ONLY and scale == SMALL_SCALE and ENGINE != "distributed":
                 # (a lookup may find every row of a map of a few rows: Q20's forest parts)
                 reads = vl.ctx.load(view).manifest.last_committed().stats.get("map_reads", [])
                 whole = [r for r in reads if r[4] >= SMALL_MAP and r[5] >= r[4]]
