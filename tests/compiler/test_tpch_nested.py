@@ -213,8 +213,8 @@ def test_q20_keeps_each_suppliers_in_count_as_a_map():
     (partsupp,) = [n for n, m in program.maps.items() if m.relations() == {"partsupp"}]
     # the key positions of the partsupp map that hold its part and supplier
     (definition,) = program.maps[partsupp].values.values()
-    (rel,) = {a for a in walk_atoms(definition) if isinstance(a, Rel)}
-    column_of = dict(zip(rel.vars, rel.columns))
+    (scan,) = {a for a in walk_atoms(definition) if isinstance(a, Rel)}
+    column_of = dict(zip(scan.vars, scan.columns))
     pair = [j for j, k in enumerate(program.maps[partsupp].keys)
             if column_of.get(k) in ("ps_partkey", "ps_suppkey")]
     assert len(pair) == 2, dump(program)
