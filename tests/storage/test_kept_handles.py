@@ -149,3 +149,45 @@ def test_another_writers_appends_are_followed_from_its_log(tmp_path, updates):
         write_deltalake(path, pa.table({"z": [2]}), mode="append")
     again = store.observe(path)
     assert again.version == 2 and again.table_id != first.table_id and again.schema.names == ["z"]
+
+
+def test_a_table_created_again_is_kept_as_itself(tmp_path, monkeypatch):
+    """After a table is created again at the path (delta-spark's DROP TABLE and CREATE
+    TABLE of a managed table), nothing learnt of the old table is kept: the commit mark and
+    the commits followed past the old handle (to version 3) are forgotten with it, so the
+    new table's handle is kept (not opened again at every read) and its own commits are
+    followed (its latest is 2, not the old table's 3)."""
+    import shutil
+    from deltalake import write_deltalake
+    opened = []
+    original = DeltaRsStore._open
+
+    def counted(self, path, version):
+        opened.append(version)
+        return original(self, path, version)
+
+    monkeypatch.setattr(DeltaRsStore, "_open", counted)
+    path = str(tmp_path / "base")
+    one = pa.table({"k": pa.array([1], pa.int64())})
+    write_deltalake(path, one)
+    write_deltalake(path, one, mode="append")
+    store = DeltaRsStore()
+    assert store.observe(path).version == 1
+    for _ in range(2):
+        write_deltalake(path, one, mode="append")
+    assert store.observe(path).version == 3       # followed from the log, past the handle
+    shutil.rmtree(path)
+    new = pa.table({"k": pa.array([1], pa.int64()), "p": pa.array([0], pa.int64())})
+    write_deltalake(path, new, partition_by=["p"])
+    # the new table's version 1 differs from the old one's: two files (another commit mark)
+    write_deltalake(path, pa.table({"k": pa.array([1, 2], pa.int64()),
+                                    "p": pa.array([0, 1], pa.int64())}), mode="append")
+    before = len(opened)
+    for _ in range(3):
+        assert store.observe(path).version == 1
+    assert len(opened) == before + 1                 # opened once, then kept
+    write_deltalake(path, new, mode="append")
+    state = store.observe(path)
+    assert state.version == 2 == DeltaTable(path).version() and state.schema.names == ["k", "p"]
+    assert len(opened) == before + 1                 # its commit followed from the log
+    assert store.snapshot(path, 2).version == 2

@@ -167,7 +167,7 @@ class DeltaRsStore(TableStore):
         tables = self._local.__dict__.setdefault("tables", {})
         dt = tables.get(path)
         if dt is not None and not self._same_table(path, dt):
-            tables.pop(path, None)
+            self._forget_handle(path)
             self._forget_snapshots(path)           # its versions are another table's now
             dt = None
         if version is not None:
@@ -194,10 +194,17 @@ class DeltaRsStore(TableStore):
         try:
             dt.update_incremental()
         except Exception:
-            self._local.__dict__.get("tables", {}).pop(path, None)
+            self._forget_handle(path)
             return None
         self._remember(path, dt)
         return dt
+
+    def _forget_handle(self, path: str) -> None:
+        """Drop this thread's kept handle of `path` and what was learnt through it (the
+        commit mark it stands at, the commits followed past it): none of it holds for a
+        table created again at the same path."""
+        for memo in ("tables", "marks", "followed"):
+            self._local.__dict__.get(memo, {}).pop(path, None)
 
     def _known_latest(self, path: str) -> Optional[int]:
         """The latest version of an owned local table as some thread of this process
@@ -279,10 +286,12 @@ class DeltaRsStore(TableStore):
         dt = self._local.__dict__.get("tables", {}).get(path)
         if local is None or dt is None or self._owned_path(path) or not self._same_table(path, dt):
             return None
-        # the commits up to `latest` were read before: only later ones are
+        # the commits up to `latest` were read before through this handle, at this version:
+        # only later ones are (a handle opened afresh, e.g. on a table created again at the
+        # same path, starts from its own version)
         checked = self._local.__dict__.setdefault("followed", {})
-        base, latest = checked.get(path, (dt.version(), dt.version()))
-        if base != dt.version():
+        handle, base, latest = checked.get(path, (None, None, None))
+        if handle is not dt or base != dt.version():
             latest = dt.version()
         log = _commit_log(dt, self.options)
         while os.path.exists(os.path.join(local, "_delta_log", f"{latest + 1:020d}.json")):
@@ -292,7 +301,7 @@ class DeltaRsStore(TableStore):
                     any("metaData" in a or "protocol" in a for a in actions):
                 checked.pop(path, None)
                 return None
-        checked[path] = (dt.version(), latest)
+        checked[path] = (dt, dt.version(), latest)
         return dt, latest
 
     def _log_reader(self, path: str, version: int):
