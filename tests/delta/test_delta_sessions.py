@@ -108,8 +108,34 @@ def test_the_session_has_both_extensions_and_deltas_catalog(spark, vl):
     spark.sql("DROP TABLE probe")
 
 
+def assert_delta_spark_reads_as_delta_rs(spark, vl, view_name):
+    """Every table of the view (its result, maps and manifest) reads the same through
+    delta-spark as through delta-rs, at the same version, with the lowest protocol."""
+    view = vl.ctx.load(view_name)
+    view.manifest.settle()    # the last batch's committed row lands after REFRESH returns
+    own = [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps] + \
+        [view.manifest.path]
+    for path in [view.result_path] + own:
+        by_delta_spark = spark.read.format("delta").load(path)
+        by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
+        assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
+                           ignore_nullable=True)
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
+        assert history.agg({"version": "max"}).first()[0] == vl.ctx.store.version(path)
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+        # the lowest protocol that works: no table features a reader must know
+        assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
+        # the view's own tables keep an hour of history (state/retention.py), as
+        # delta-spark reads their properties; the result table keeps Delta's defaults
+        kept = {k: detail.properties.get(k) for k in INTERNAL_TABLE_PROPERTIES}
+        assert kept == (INTERNAL_TABLE_PROPERTIES if path in own else
+                        {k: None for k in INTERNAL_TABLE_PROPERTIES}), path
+
+
 @pytest.mark.parametrize("seed", [3])
 def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark, vl, seed):
+    """After every batch each view equals Spark's answer; after the last, delta-spark reads
+    every table Viewlet wrote for one of them as delta-rs does."""
     work = CatalogWorkload(spark, seed)
     for view, query in VIEWS.items():
         spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
@@ -126,6 +152,7 @@ def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark,
                 vl.ctx.resolver().location(["db", "orders"])[0]).deleted)
         # delta-spark wrote deletion vectors, which every read above had to apply
         assert deletion_vectors_seen
+        assert_delta_spark_reads_as_delta_rs(spark, vl, "by_status")
     finally:
         for view in VIEWS:
             spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
@@ -196,37 +223,6 @@ def test_a_name_the_catalog_holds_cannot_become_a_view(spark, vl):
     assert spark.sql("SELECT COUNT(*) FROM items").first()[0] > 0
 
 
-def test_delta_spark_reads_every_table_viewlet_writes_as_delta_rs_does(spark, vl):
-    work = CatalogWorkload(spark, 7)
-    spark.sql(f"CREATE INCREMENTAL VIEW interop AS {VIEWS['by_status']}")
-    try:
-        for _ in range(2):
-            work.batch()
-            spark.sql("REFRESH INCREMENTAL VIEW interop")
-        view = vl.ctx.load("interop")
-        view.manifest.settle()    # the last batch's committed row lands after REFRESH returns
-        own = [vl.ctx.layout.map_table(view.id, m) for m in view.definition.maps] + \
-            [view.manifest.path]
-        tables = [view.result_path] + own
-        for path in tables:
-            by_delta_spark = spark.read.format("delta").load(path)
-            by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
-            assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
-                               ignore_nullable=True)
-            history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`")
-            assert history.agg({"version": "max"}).first()[0] == vl.ctx.store.version(path)
-            detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
-            # the lowest protocol that works: no table features a reader must know
-            assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
-            # the view's own tables keep an hour of history (state/retention.py), as
-            # delta-spark reads their properties; the result table keeps Delta's defaults
-            kept = {k: detail.properties.get(k) for k in INTERNAL_TABLE_PROPERTIES}
-            assert kept == (INTERNAL_TABLE_PROPERTIES if path in own else
-                            {k: None for k in INTERNAL_TABLE_PROPERTIES}), path
-    finally:
-        spark.sql("DROP INCREMENTAL VIEW interop")
-
-
 def test_delta_spark_reads_a_table_past_the_checkpoints_delta_rs_wrote(spark, vl, tmp_path):
     """Viewlet's tables are checkpointed every 10 commits by delta-rs (storage/deltars.py
     OWN_TABLE_PROPERTIES): delta-spark reads them from those checkpoints."""
@@ -262,15 +258,7 @@ def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_
                 stats = vl.ctx.load(f"{view}_d").manifest.last_committed().stats
                 assert stats["engine"] == "distributed", stats
                 assert_view_matches(spark, f"{view}_d", VIEWS[view], engine=False)
-        loaded = vl.ctx.load("by_status_d")
-        for path in [loaded.result_path] + [vl.ctx.layout.map_table(loaded.id, m)
-                                            for m in loaded.definition.maps]:
-            by_delta_spark = spark.read.format("delta").load(path)
-            by_delta_rs = arrow_frame(spark, vl.ctx.store.read_arrow(path), by_delta_spark.schema)
-            assert_df_equality(by_delta_spark, by_delta_rs, ignore_row_order=True,
-                               ignore_nullable=True)
-            detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
-            assert (detail.minReaderVersion, detail.minWriterVersion) == (1, 2), path
+        assert_delta_spark_reads_as_delta_rs(spark, vl, "by_status_d")
     finally:
         for view in ("by_status", "cust_orders"):
             spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}_d")
