@@ -286,12 +286,11 @@ class DeltaRsStore(TableStore):
         dt = self._local.__dict__.get("tables", {}).get(path)
         if local is None or dt is None or self._owned_path(path) or not self._same_table(path, dt):
             return None
-        # the commits up to `latest` were read before through this handle, at this version:
-        # only later ones are (a handle opened afresh, e.g. on a table created again at the
-        # same path, starts from its own version)
+        # the commits up to `latest` were read before: only later ones are (the record goes
+        # with the handle, _forget_handle)
         checked = self._local.__dict__.setdefault("followed", {})
-        handle, base, latest = checked.get(path, (None, None, None))
-        if handle is not dt or base != dt.version():
+        base, latest = checked.get(path, (dt.version(), dt.version()))
+        if base != dt.version():
             latest = dt.version()
         log = _commit_log(dt, self.options)
         while os.path.exists(os.path.join(local, "_delta_log", f"{latest + 1:020d}.json")):
@@ -301,7 +300,7 @@ class DeltaRsStore(TableStore):
                     any("metaData" in a or "protocol" in a for a in actions):
                 checked.pop(path, None)
                 return None
-        checked[path] = (dt, dt.version(), latest)
+        checked[path] = (dt.version(), latest)
         return dt, latest
 
     def _log_reader(self, path: str, version: int):
