@@ -132,29 +132,48 @@ def assert_delta_spark_reads_as_delta_rs(spark, vl, view_name):
                         {k: None for k in INTERNAL_TABLE_PROPERTIES}), path
 
 
+#: the view of the DML test that also runs every batch on the executors (engine =
+#: 'distributed'): it reads both tables, db.orders with deletion vectors
+DISTRIBUTED = ("by_status",)
+
+
 @pytest.mark.parametrize("seed", [3])
 def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark, vl, seed):
-    """After every batch each view equals Spark's answer; after the last, delta-spark reads
-    every table Viewlet wrote for one of them as delta-rs does."""
+    """After every batch each view equals Spark's answer, on the local target and (views
+    named *_d) distributed: changes read by the executors from delta-spark's files (change
+    data files, deletion vectors), map deltas and result files written by the executors and
+    committed with delta-rs. After the last batch, delta-spark reads every table Viewlet
+    wrote for a view of each as delta-rs does."""
     work = CatalogWorkload(spark, seed)
+    views = dict(VIEWS, **{f"{v}_d": VIEWS[v] for v in DISTRIBUTED})
     for view, query in VIEWS.items():
         spark.sql(f"CREATE INCREMENTAL VIEW {view} AS {query}")
+    for view in DISTRIBUTED:
+        spark.sql(f"CREATE INCREMENTAL VIEW {view}_d WITH (engine = 'distributed') "
+                  f"AS {VIEWS[view]}")
     try:
         deletion_vectors_seen = False
         for i in range(4):
             if i:
                 work.batch()
-                for view in VIEWS:
+                for view in views:
                     spark.sql(f"REFRESH INCREMENTAL VIEW {view}")
-            for view, query in VIEWS.items():
-                assert_view_matches(spark, view, query)
+            for view, query in views.items():
+                if view.endswith("_d"):
+                    if i:
+                        stats = vl.ctx.load(view).manifest.last_committed().stats
+                        assert stats["engine"] == "distributed", stats
+                    assert_view_matches(spark, view, query, engine=False)
+                else:
+                    assert_view_matches(spark, view, query)
             deletion_vectors_seen |= bool(vl.ctx.store.snapshot(
                 vl.ctx.resolver().location(["db", "orders"])[0]).deleted)
         # delta-spark wrote deletion vectors, which every read above had to apply
         assert deletion_vectors_seen
         assert_delta_spark_reads_as_delta_rs(spark, vl, "by_status")
+        assert_delta_spark_reads_as_delta_rs(spark, vl, "by_status_d")
     finally:
-        for view in VIEWS:
+        for view in views:
             spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}")
 
 
@@ -242,28 +261,6 @@ def test_delta_spark_reads_a_table_past_the_checkpoints_delta_rs_wrote(spark, vl
                        ignore_row_order=True, ignore_nullable=True)
 
 
-def test_distributed_batches_of_delta_spark_dml_are_exact_and_readable_by_delta_spark(spark, vl):
-    """engine = 'distributed': changes read by the executors from delta-spark's files (change
-    data files, deletion vectors), map deltas and result files written by the executors and
-    committed with delta-rs; delta-spark reads every table as delta-rs does."""
-    work = CatalogWorkload(spark, 13)
-    for view in ("by_status", "cust_orders"):
-        spark.sql(f"CREATE INCREMENTAL VIEW {view}_d WITH (engine = 'distributed') "
-                  f"AS {VIEWS[view]}")
-    try:
-        for _ in range(2):
-            work.batch()
-            for view in ("by_status", "cust_orders"):
-                spark.sql(f"REFRESH INCREMENTAL VIEW {view}_d")
-                stats = vl.ctx.load(f"{view}_d").manifest.last_committed().stats
-                assert stats["engine"] == "distributed", stats
-                assert_view_matches(spark, f"{view}_d", VIEWS[view], engine=False)
-        assert_delta_spark_reads_as_delta_rs(spark, vl, "by_status_d")
-    finally:
-        for view in ("by_status", "cust_orders"):
-            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {view}_d")
-
-
 def test_the_change_feed_remedy_is_a_statement_that_runs(spark, vl):
     spark.sql("DROP TABLE IF EXISTS no_feed")
     spark.sql("CREATE TABLE no_feed (a INT) USING delta")
@@ -284,24 +281,26 @@ def test_the_change_feed_remedy_is_a_statement_that_runs(spark, vl):
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS fed")
 
 
-def test_configured_in_the_other_order_in_a_fresh_driver(tmp_path):
-    """Viewlet's configure_spark first, delta's pip helper after it; a session restarted in
-    the same warehouse finds its views in the (in-memory) catalog again."""
-    script = textwrap.dedent(f"""
+def test_a_fresh_driver_configured_in_the_other_order_then_viewlet_sql_with_delta(tmp_path):
+    """Two fresh drivers on one warehouse. First a PySpark session configured with Viewlet's
+    configure_spark first and delta's pip helper after it. Then `viewlet sql --delta` (the
+    spark-sql shell with both extensions, Delta's jar from Viewlet's own coordinates): it
+    finds the first driver's view in the (in-memory) catalog again, and a catalog table made
+    and changed with Delta's SQL becomes a view's base table, in SHOW TABLES with Delta's
+    history. One driver each: a JVM's session settings are fixed at its start."""
+    first = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
         from pyspark.sql import SparkSession
         from delta.pip_utils import configure_spark_with_delta_pip
         import viewlet
-        def session():
-            b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
-                .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw')!r}) \\
-                .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \\
-                .config("spark.sql.catalog.spark_catalog",
-                        "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-            b = viewlet.configure_spark(b, warehouse={str(tmp_path / 'wh')!r})
-            return configure_spark_with_delta_pip(b).getOrCreate()
-        spark = session()
+        b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+            .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw')!r}) \\
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \\
+            .config("spark.sql.catalog.spark_catalog",
+                    "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        b = viewlet.configure_spark(b, warehouse={str(tmp_path / 'wh')!r})
+        spark = configure_spark_with_delta_pip(b).getOrCreate()
         viewlet.enable(spark)
         spark.sql("CREATE TABLE t (k INT) USING delta LOCATION '{tmp_path / 't'}' "
                   "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
@@ -314,41 +313,18 @@ def test_configured_in_the_other_order_in_a_fresh_driver(tmp_path):
             "SELECT k, COUNT(*) AS n FROM t GROUP BY k").collect()))
         spark.stop()
     """)
-    second = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
-        from pyspark.sql import SparkSession
-        import viewlet
-        b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
-            .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw2')!r})
-        spark = viewlet.configure_spark(b, warehouse={str(tmp_path / 'wh')!r},
-                                        delta_spark=True).getOrCreate()
-        viewlet.enable(spark)
-        print("TABLES", sorted(r.tableName for r in spark.sql("SHOW TABLES").collect()))
-        print("SECOND", sorted(tuple(r) for r in spark.sql("SELECT * FROM kv VERSION AS OF 0").collect()))
-        print("SECOND", sorted(tuple(r) for r in spark.sql(
-            "SELECT k, COUNT(*) AS n FROM delta.`{tmp_path / 't'}` VERSION AS OF 1 GROUP BY k").collect()))
-    """)
-    outputs = []
-    for text in (script, second):
-        res = subprocess.run([sys.executable, "-c", text], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=600)
-        assert res.returncode == 0, res.stderr[-3000:]
-        outputs.append(res.stdout)
-    first = [line for line in outputs[0].splitlines() if line.startswith("FIRST")]
-    assert len(first) == 2 and first[0] == first[1], outputs[0]     # the view, Spark's answer
-    assert "TABLES ['kv']" in outputs[1]
-    # the rows CREATE loaded (result version 0), by time travel, as Spark computes them over
-    # the base table's version then (1: created, then one INSERT)
-    second = [line for line in outputs[1].splitlines() if line.startswith("SECOND")]
-    assert len(second) == 2 and second[0] == second[1], outputs[1]
+    res = subprocess.run([sys.executable, "-c", first], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    printed = [line for line in res.stdout.splitlines() if line.startswith("FIRST")]
+    assert len(printed) == 2 and printed[0] == printed[1], res.stdout  # the view, Spark's answer
 
-
-def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
-    """`viewlet sql --delta`: the spark-sql shell with both extensions; a catalog table made
-    and changed with Delta's SQL is a view's base table; the view is in SHOW TABLES and has
-    Delta's history."""
     statements = [
+        # the rows CREATE loaded (the view's version 0), by time travel, as Spark computes
+        # them over the base table's version then (1: created, then one INSERT)
+        "SELECT 'kv0' AS tag, k, n FROM kv VERSION AS OF 0 ORDER BY k",
+        f"SELECT 'kvs' AS tag, k, COUNT(*) FROM delta.`{tmp_path / 't'}` VERSION AS OF 1 "
+        "GROUP BY k ORDER BY k",
         "CREATE TABLE sales (region STRING, amount DECIMAL(12,2)) USING delta "
         "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
         "INSERT INTO sales VALUES ('north', 10.00), ('south', 4.50), ('north', 1.25)",
@@ -374,9 +350,12 @@ def test_viewlet_sql_with_delta_runs_delta_dml_and_catalog_tables(tmp_path):
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     lines = [line.split("\t") for line in res.stdout.splitlines()]
-    rows = {tag: [line[1:] for line in lines if line[0] == tag] for tag in ("vrow", "srow")}
+    rows = {tag: [line[1:] for line in lines if line[0] == tag]
+            for tag in ("kv0", "kvs", "vrow", "srow")}
+    assert rows["kv0"] == rows["kvs"] and len(rows["kv0"]) == 2, res.stdout
     assert rows["vrow"] == rows["srow"] and len(rows["vrow"]) == 3, res.stdout
-    assert ["by_region"] in lines and ["sales"] in lines, res.stdout    # SHOW TABLES
+    # SHOW TABLES: the first driver's view, this one's, and the catalog table
+    assert all(name in lines for name in (["kv"], ["by_region"], ["sales"])), res.stdout
     # Delta's history of the view: its versions, newest first, with their operations
     versions = [int(line[0]) for line in lines if len(line) > 5 and line[0].isdigit()]
     assert versions and versions == sorted(versions, reverse=True) and versions[-1] == 0, res.stdout

@@ -121,13 +121,18 @@ def enable(spark: SparkSession, warehouse: Optional[str] = None) -> Viewlet:
     from pyspark.java_gateway import ensure_callback_server_started
     from .handler import ViewletHandler
     ensure_callback_server_started(spark.sparkContext._gateway)
+    # Catalog tables before the handler: where the JVM attached this Python (the spark-sql
+    # shell), its first statement goes on once the handler is registered and may read them.
+    publish_all(vl.ctx, temporary=False)
     jvm.io.viewlet.spark.ViewletBridge.register(ViewletHandler(vl))
     from .interrupts import install
     install()                          # Ctrl-C cancels a running Viewlet statement
     if _current is not None and _current.spark is spark and _current.warehouse != vl.warehouse:
         withdraw_temporary(_current.ctx)   # the other warehouse's views leave this session
     _current = vl
-    publish_all(vl.ctx)       # an in-memory catalog of a new session has none of the views
+    # an in-memory catalog of a new session has none of the views; the temporary ones read
+    # their result tables through the handler
+    publish_all(vl.ctx, catalog=False)
     log.info("Viewlet enabled: warehouse %s", vl.warehouse)
     return vl
 

@@ -96,9 +96,15 @@ def withdraw_temporary(ctx) -> None:
             catalog_views.unregister_temporary(ctx.spark, entry.name)
 
 
-def publish_all(ctx) -> None:
+def publish_all(ctx, catalog: bool = True, temporary: bool = True) -> None:
+    """Publish the warehouse's views: those that are Delta tables of the catalog (`catalog`),
+    those that are temporary views (`temporary`). A temporary view reads its result table
+    through Viewlet's handler where delta-spark is absent, so it needs the handler; a
+    catalog table does not."""
     settings = Settings(ctx.spark)
     if not settings.publishes:
         return
     for entry in ctx.catalog.entries("view"):
-        publish(ctx, entry, ctx.layout.result_table(entry.id), settings)
+        in_catalog = catalog_parts(ctx, entry, settings) is not None
+        if catalog if in_catalog else temporary:
+            publish(ctx, entry, ctx.layout.result_table(entry.id), settings)
