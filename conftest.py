@@ -151,7 +151,7 @@ def pytest_configure(config):
 #                   pipelines and Spark Connect tests, TPC-H's smallest views, map types of
 #                   a few views
 #   restart         the restart variant (VIEWLET_TEST_RESTART=1): each oracle module's first
-#                   test (case), TPC-H Q5, Q8, Q21 and Q22a
+#                   test (case), TPC-H Q5, Q21 and Q22a
 ORACLE_MODULES = ("test_random_oracle", "test_nested_oracle", "test_subquery_forms",
                   "test_select_subqueries", "test_multisets", "test_more_sql",
                   "test_sql_constructs", "test_windows", "test_top_n", "test_views_over_views",
@@ -168,8 +168,9 @@ SUBSETS = {
                            # CREATE's own typing against this Spark's analyzer
                            "test_map_types": ("q8", "q22a", "avg_nullable", "joined_date_trunc",
                                               "group_by_expression_double")}),
-    "restart": (None, {"test_tpch_nested": ("q5-sf0.001", "q8-sf0.001", "q21-sf0.001",
-                                            "q22a-sf0.01")}),
+    # Q8 (95 maps) is left to the seeds part, which compiles it under other hash seeds: the
+    # same program; here views of a few maps each load it from the catalog in another process
+    "restart": (None, {"test_tpch_nested": ("q5-sf0.001", "q21-sf0.001", "q22a-sf0.01")}),
 }
 
 

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 VENV=.venv-installed
 CONSTRAINTS=()
+LOWEST=
 if [ "${1:-}" = "lowest" ]; then
   shift
   VENV=.venv-installed-lowest
@@ -34,5 +35,5 @@ rm -rf "$VENV" build/wheel
 WHEEL=$(ls build/wheel/viewlet-*.whl)
 "$VENV/bin/python" -m pip install --quiet "${CONSTRAINTS[@]}" "$WHEEL[test]"
 "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE "^(pyspark|duckdb|deltalake|sqlglot|pyarrow|pandas) "
-VIEWLET_TEST_INSTALLED=1 PATH="$PWD/$VENV/bin:$PATH" \
+VIEWLET_TEST_INSTALLED=1 VIEWLET_TEST_INSTALLED_PYSPARK=${LOWEST:+lowest} PATH="$PWD/$VENV/bin:$PATH" \
   "$VENV/bin/python" -m pytest tests/installed -p no:cacheprovider "$@"

@@ -24,7 +24,7 @@
 #                 join, USING with the sides swapped, a star under UNION: which columns a
 #                 star names is the front end's, checked whole on the other targets) with
 #                 every batch distributed (executors write); Spark's default driver memory (1g)
-#   restart       the oracle modules' first case each and TPC-H Q5, Q8, Q21, Q22a, every
+#   restart       the oracle modules' first case each and TPC-H Q5, Q21, Q22a, every
 #                 REFRESH run by another Python process with another PYTHONHASHSEED
 #   seeds         every view the main part created, and every view of sql/, compiled under
 #                 other hash seeds: the same programs

@@ -4,7 +4,8 @@ admits, and in another run the lowest), with Spark's default settings (no driver
 the checkout's python/ (VIEWLET_TEST_INSTALLED=1 tells conftest.py).
 
 CREATE and REFRESH on every target the package runs by default, a view refreshed from a new
-Python process with another PYTHONHASHSEED, EXPLAIN, and the spark-sql shell."""
+Python process with another PYTHONHASHSEED, EXPLAIN, and (at pip's choice of pyspark) the
+spark-sql shell."""
 from __future__ import annotations
 
 import os
@@ -103,6 +104,9 @@ def test_create_refresh_restart_explain_with_spark_defaults(tmp_path):
                            "distributed": "distributed"}, out
 
 
+@pytest.mark.skipif(os.environ.get("VIEWLET_TEST_INSTALLED_PYSPARK") == "lowest",
+                    reason="the wheel's shell runs at pip's choice of pyspark; at the lowest "
+                           "pyspark the shell runs in the main part (integration/shell)")
 def test_the_shell_runs_viewlet_statements(tmp_path):
     import pyarrow as pa
     from deltalake import write_deltalake
