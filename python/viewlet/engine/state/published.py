@@ -22,9 +22,14 @@ log = logging.getLogger("viewlet")
 def catalog_parts(ctx, entry: Entry, settings: Optional[Settings] = None) -> Optional[List[str]]:
     """Where the view is (or would be) in Spark's catalog; None if it is not published:
     delta-spark absent, or a result table with columns that are not the view's."""
-    if not (settings or Settings(ctx.spark)).registers_views or unpublishable(entry):
+    if not is_catalog_table(entry, settings or Settings(ctx.spark)):
         return None
     return entry.definition.catalog_name or catalog_views.catalog_name(ctx.spark, entry.name)
+
+
+def is_catalog_table(entry: Entry, settings: Settings) -> bool:
+    """The view is (or would be) a Delta table of Spark's catalog, not a temporary view."""
+    return settings.registers_views and unpublishable(entry) is None
 
 
 def unpublishable(entry: Entry) -> Optional[str]:
@@ -105,6 +110,5 @@ def publish_all(ctx, catalog: bool = True, temporary: bool = True) -> None:
     if not settings.publishes:
         return
     for entry in ctx.catalog.entries("view"):
-        in_catalog = catalog_parts(ctx, entry, settings) is not None
-        if catalog if in_catalog else temporary:
+        if catalog if is_catalog_table(entry, settings) else temporary:
             publish(ctx, entry, ctx.layout.result_table(entry.id), settings)
