@@ -140,3 +140,42 @@ def test_maps_used_lately_are_not_evicted_for_a_map_not_yet_held():
     assert not cache.admits(size) and not cache.admits(0)
     maps[1].spare = True                                   # a spare map never blocks a load
     assert cache.admits(size)
+
+
+def test_views_refreshed_in_turn_keep_the_maps_they_hold():
+    """Three views refreshed in turn, minutes apart (longer than ACTIVE_SECONDS), whose maps
+    fit two at a time: the first round loads each and evicts one; from then on the two held
+    stay held and the evicted one is read from Delta (it is loaded again only beside the maps
+    used in the last EVICTED_SECONDS), where before every batch loaded its map and evicted
+    the next view's."""
+    from viewlet.engine.local import hotmaps
+    rng = random.Random(9)
+    rows = [_rows(rng, 300) for _ in range(3)]
+    paths = [f"/views/v{i}/m" for i in range(3)]
+    size = max(HotMap(p, 1, r, ["k0", "k1", "k2"], ["__v", "v1"], ["__v"]).nbytes
+               for p, r in zip(paths, rows))
+    now = [0.0]
+    cache = HotMaps(budget=int(size * 2.5), clock=lambda: now[0])
+
+    def refresh(i):
+        """One batch of view i: its map from memory, else loaded when the cache admits it;
+        True when it was loaded."""
+        now[0] += hotmaps.ACTIVE_SECONDS * 3
+        if cache.get(paths[i], 1) is not None or not cache.admits(size, [paths[i]]):
+            return False
+        assert cache.put(HotMap(paths[i], 1, rows[i], ["k0", "k1", "k2"], ["__v", "v1"],
+                                ["__v"]))
+        return True
+
+    assert [refresh(i) for i in range(3)] == [True, True, True]     # v2 evicts v0
+    assert cache.was_evicted(paths[0]) and not cache.was_evicted(paths[2])
+    for _ in range(4):
+        assert [refresh(i) for i in range(3)] == [False, False, False]
+        assert [cache.peek(p) is not None for p in paths] == [False, True, True]
+    # the held maps idle for EVICTED_SECONDS: the evicted map makes its way back
+    now[0] += hotmaps.EVICTED_SECONDS
+    assert refresh(0) and not cache.was_evicted(paths[0])
+    # a view dropped (its maps' prefix): its maps are no longer remembered as evicted
+    assert cache.was_evicted(paths[1])
+    cache.evict_prefix("/views/v1/")
+    assert not cache.was_evicted(paths[1])

@@ -199,8 +199,13 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
             continue
         snap = ctx.store.snapshot(view.map_path(name))
         hot = ctx.hot_maps.peek(view.map_path(name))
-        memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})" \
-            if hot is not None else "not in memory"
+        if hot is not None:
+            memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})"
+        elif ctx.hot_maps.was_evicted(view.map_path(name)):
+            memory = "not in memory (evicted for other views' maps: batches read its keys " \
+                     "from Delta)"
+        else:
+            memory = "not in memory"
         in_memory += hot.nbytes if hot is not None else 0
         rows.append(("map", name, f"keys [{', '.join(m.keys)}], level {m.level}, "
                                   f"version {snap.version}, {len(snap.files)} file(s), {memory}"))

@@ -16,7 +16,11 @@ larger than the budget is never loaded (its batches read Delta, as without the c
 not yet held is loaded only when it fits beside the maps used in the last ACTIVE_SECONDS
 (`admits`): views refreshed in turn whose maps do not fit together kept evicting each
 other's maps, and every batch read its maps whole where reading its keys from Delta costs
-a fraction of that.
+a fraction of that. A map once evicted to make room is loaded again only beside the maps
+used in the last EVICTED_SECONDS: views refreshed in turn less often than every
+ACTIVE_SECONDS (five TPC-H views at SF 10, each batch minutes apart) otherwise still evicted
+each other's maps every round. The maps held then stay held, and the others' batches read
+their keys from Delta.
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ Lookups = Dict[str, Tuple[Set, bool]]       # key column -> (values, whether NUL
 FOLD_MIN_ROWS = 100_000
 #: a map a batch used this recently is not evicted for a map not yet held (HotMaps.admits)
 ACTIVE_SECONDS = 60.0
+#: the same for a map evicted before to make room for others: a cycle of views whose maps do
+#: not fit together keeps the maps it holds, up to this long after their last use
+EVICTED_SECONDS = 3600.0
 
 
 class _Index:
@@ -195,6 +202,8 @@ class HotMaps:
         self._maps: "OrderedDict[str, HotMap]" = OrderedDict()
         self._lock = threading.Lock()
         self._clock = clock
+        # paths evicted to make room for other maps (not reloaded since)
+        self._evicted: Set[str] = set()
 
     def get(self, path: str, version: int) -> Optional[HotMap]:
         """The hot map of `path` if it holds exactly `version`."""
@@ -213,16 +222,23 @@ class HotMaps:
         with self._lock:
             return self._maps.get(path)
 
+    def was_evicted(self, path: str) -> bool:
+        """Whether `path` was evicted to make room for other maps and not loaded since."""
+        with self._lock:
+            return path in self._evicted
+
     def fits(self, nbytes: int) -> bool:
         return 0 < nbytes <= self.budget
 
-    def admits(self, nbytes: int) -> bool:
-        """Whether `nbytes` more may be loaded: they fit beside the maps (not spare) used in
-        the last ACTIVE_SECONDS; the others are evicted for them, spare ones first."""
+    def admits(self, nbytes: int, paths: Sequence[str] = ()) -> bool:
+        """Whether `nbytes` more (the maps at `paths`) may be loaded: they fit beside the maps
+        (not spare) used in the last ACTIVE_SECONDS, or EVICTED_SECONDS when one of `paths`
+        was evicted for room before; the others are evicted for them, spare ones first."""
         with self._lock:
             now = self._clock()
+            window = EVICTED_SECONDS if self._evicted.intersection(paths) else ACTIVE_SECONDS
             active = sum(h.nbytes for h in self._maps.values()
-                         if not h.spare and now - h.used_at < ACTIVE_SECONDS)
+                         if not h.spare and now - h.used_at < window)
         return 0 < nbytes and active + nbytes <= self.budget
 
     def room(self, nbytes: int) -> bool:
@@ -237,6 +253,7 @@ class HotMaps:
         with self._lock:
             hot.used_at = self._clock()
             self._maps[hot.path] = hot
+            self._evicted.discard(hot.path)
             self._maps.move_to_end(hot.path)
             self._shrink(keep=hot.path)
         return True
@@ -257,6 +274,7 @@ class HotMaps:
                 break
             if path != keep:
                 total -= self._maps.pop(path).nbytes
+                self._evicted.add(path)
 
     def evict(self, path: str):
         with self._lock:
@@ -266,6 +284,7 @@ class HotMaps:
         with self._lock:
             for path in [p for p in self._maps if p.startswith(prefix)]:
                 del self._maps[path]
+            self._evicted = {p for p in self._evicted if not p.startswith(prefix)}
 
     def used(self) -> int:
         with self._lock:

@@ -24,7 +24,7 @@ def hot_map(view, name: str, version: int, load: bool = False, spare: bool = Fal
         return hot
     snap = ctx.store.snapshot(path, version)
     guess = memory_guess(snap)
-    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.admits(guess)):
+    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.admits(guess, [path])):
         return None
     schema = view.map_arrow_schema(name)
     rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
@@ -46,6 +46,7 @@ def held_maps(view, version_of: Dict[str, int]) -> FrozenSet[str]:
     yet held (HotMaps.admits). Empty when they do not."""
     ctx = view.ctx
     held = new = 0
+    loads = []
     for name, version in version_of.items():
         path = view.map_path(name)
         hot = ctx.hot_maps.get(path, version)
@@ -53,7 +54,8 @@ def held_maps(view, version_of: Dict[str, int]) -> FrozenSet[str]:
             held += hot.nbytes
         else:
             new += memory_guess(ctx.store.snapshot(path, version))
-    fits = ctx.hot_maps.fits(held + new) and (not new or ctx.hot_maps.admits(new))
+            loads.append(path)
+    fits = ctx.hot_maps.fits(held + new) and (not new or ctx.hot_maps.admits(new, loads))
     return frozenset(version_of) if fits else frozenset()
 
 
