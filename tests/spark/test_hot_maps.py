@@ -54,8 +54,8 @@ def test_batches_read_hot_maps_and_another_writer_sends_them_back_to_delta(spark
 
 
 def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_path, monkeypatch):
-    """The view's maps, hot after CREATE, are evicted for another view's map (DESCRIBE says
-    so); then no map fits the bound and every batch reads Delta, exact."""
+    """The view's maps, hot after CREATE and used by a batch, are evicted for another view's
+    map (DESCRIBE says so); then no map fits the bound and every batch reads Delta, exact."""
     import pyarrow as pa
     from viewlet.engine.local.hotmaps import HotMap
     work = registered_workload(spark, str(tmp_path), seed=62, rows=30)
@@ -63,14 +63,17 @@ def test_maps_larger_than_the_memory_bound_are_read_from_delta(spark, vl, tmp_pa
     view = vl.ctx.load("hm_small")
     try:
         assert all(vl.ctx.hot_maps.peek(view.map_path(m)) is not None for m in view.definition.maps)
+        _batch(spark, work, "hm_small", lambda: vl.refresh("hm_small"))   # a batch uses them
+        assert _sources(vl, "hm_small") <= {"memory"}
+        used = {r[0] for r in view.manifest.last_committed().stats["map_reads"]}
+        assert used
         other = HotMap("/another/view/map", 0, pa.table({"k": list(range(1000)), "v": [1] * 1000}),
                        ["k"], ["v"], ["v"])
         monkeypatch.setattr(vl.ctx.hot_maps, "budget", other.nbytes)
         assert vl.ctx.hot_maps.put(other)                          # room made for it
         described = {(r[0], r[1]): r[2] for r in spark.sql(
             "DESCRIBE INCREMENTAL VIEW hm_small").collect()}
-        assert all("evicted for other views' maps" in described[("map", m)]
-                   for m in view.definition.maps)
+        assert all("evicted for other views' maps" in described[("map", m)] for m in used)
         monkeypatch.setattr(vl.ctx.hot_maps, "budget", 64)       # bytes: no map fits
         vl.ctx.hot_maps.evict_prefix("")
         assert all(vl.ctx.hot_maps.peek(view.map_path(m)) is None for m in view.definition.maps)

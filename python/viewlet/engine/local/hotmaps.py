@@ -16,8 +16,8 @@ larger than the budget is never loaded (its batches read Delta, as without the c
 not yet held is loaded only when it fits beside the maps used in the last ACTIVE_SECONDS
 (`admits`): views refreshed in turn whose maps do not fit together kept evicting each
 other's maps, and every batch read its maps whole where reading its keys from Delta costs
-a fraction of that. A map once evicted to make room is loaded again only beside the maps
-used in the last EVICTED_SECONDS: views refreshed in turn less often than every
+a fraction of that. A map a batch used, once evicted to make room, is loaded again only
+beside the maps used in the last EVICTED_SECONDS: views refreshed in turn less often than every
 ACTIVE_SECONDS (five TPC-H views at SF 10, each batch minutes apart) otherwise still evicted
 each other's maps every round. The maps held then stay held, and the others' batches read
 their keys from Delta.
@@ -123,6 +123,7 @@ class HotMap:
         # a map held only while the budget has room (a view's result state): evicted first
         self.spare = False
         self.used_at = 0.0           # when a batch last took it (HotMaps' clock)
+        self.taken = False           # whether a batch took it since it was loaded
         # its bytes, measured when asked after a change: every batch's budget check sums
         # every hot map's, and measuring walks each table's chunks and buffers
         self._nbytes: Optional[int] = None
@@ -215,7 +216,7 @@ class HotMaps:
                 del self._maps[path]            # stale: another writer, or a skipped batch
                 return None
             self._maps.move_to_end(path)
-            hot.used_at = self._clock()
+            hot.used_at, hot.taken = self._clock(), True
             return hot
 
     def peek(self, path: str) -> Optional[HotMap]:
@@ -273,8 +274,10 @@ class HotMaps:
             if total <= self.budget:
                 break
             if path != keep:
-                total -= self._maps.pop(path).nbytes
-                self._evicted.add(path)
+                evicted = self._maps.pop(path)
+                total -= evicted.nbytes
+                if evicted.taken:      # not a map CREATE left that no batch has used yet
+                    self._evicted.add(path)
 
     def evict(self, path: str):
         with self._lock:
