@@ -142,6 +142,19 @@ def test_maps_used_lately_are_not_evicted_for_a_map_not_yet_held():
     assert cache.admits(size)
 
 
+def test_a_map_over_the_budget_is_not_loaded_again_whatever_its_guess():
+    """A map whose rows took more than the whole budget when loaded (and were not kept) is
+    not admitted again on a guess made from its files: every batch read it whole before."""
+    rng = random.Random(10)
+    big = HotMap("/views/big/m", 1, _rows(rng, 400), ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+    cache = HotMaps(budget=big.nbytes // 2)
+    assert cache.admits(big.nbytes // 4, [big.path])     # a low guess, before any load
+    assert not cache.put(big)
+    assert not cache.admits(big.nbytes // 4, [big.path])
+    cache.evict_prefix("/views/big/")                      # the view dropped: forgotten
+    assert cache.admits(big.nbytes // 4, [big.path])
+
+
 def test_views_refreshed_in_turn_keep_the_maps_they_hold():
     """Three views refreshed in turn, minutes apart (longer than ACTIVE_SECONDS), whose maps
     fit two at a time: the first round loads each and evicts one; from then on the two held
@@ -172,6 +185,9 @@ def test_views_refreshed_in_turn_keep_the_maps_they_hold():
     for _ in range(4):
         assert [refresh(i) for i in range(3)] == [False, False, False]
         assert [cache.peek(p) is not None for p in paths] == [False, True, True]
+    # the caller's guess of a map's bytes (from its Parquet files' size) may be low: the
+    # bytes it took when last loaded count
+    assert cache.admits(1, ["/views/v9/m"]) and not cache.admits(1, [paths[0]])
     # the held maps idle for EVICTED_SECONDS: the evicted map makes its way back
     now[0] += hotmaps.EVICTED_SECONDS
     assert refresh(0) and not cache.was_evicted(paths[0])

@@ -205,6 +205,10 @@ class HotMaps:
         self._clock = clock
         # paths evicted to make room for other maps (not reloaded since)
         self._evicted: Set[str] = set()
+        # path -> the bytes its map took when last loaded (kept or not): a map's Parquet
+        # files can be many times smaller than its rows in memory, and the guess made from
+        # them let maps far over the budget be read whole every batch
+        self._sizes: Dict[str, int] = {}
 
     def get(self, path: str, version: int) -> Optional[HotMap]:
         """The hot map of `path` if it holds exactly `version`."""
@@ -234,10 +238,12 @@ class HotMaps:
     def admits(self, nbytes: int, paths: Sequence[str] = ()) -> bool:
         """Whether `nbytes` more (the maps at `paths`) may be loaded: they fit beside the maps
         (not spare) used in the last ACTIVE_SECONDS, or EVICTED_SECONDS when one of `paths`
-        was evicted for room before; the others are evicted for them, spare ones first."""
+        was evicted for room before; the others are evicted for them, spare ones first. The
+        bytes the maps took when last loaded count where larger than the caller's guess."""
         with self._lock:
             now = self._clock()
             window = EVICTED_SECONDS if self._evicted.intersection(paths) else ACTIVE_SECONDS
+            nbytes = max(nbytes, sum(self._sizes.get(p, 0) for p in paths))
             active = sum(h.nbytes for h in self._maps.values()
                          if not h.spare and now - h.used_at < window)
         return 0 < nbytes and active + nbytes <= self.budget
@@ -248,6 +254,8 @@ class HotMaps:
 
     def put(self, hot: HotMap) -> bool:
         """Keep `hot` (evicting others as needed); False when it alone exceeds the budget."""
+        with self._lock:
+            self._sizes[hot.path] = hot.nbytes
         if not self.fits(hot.nbytes):
             self.evict(hot.path)
             return False
@@ -288,6 +296,7 @@ class HotMaps:
             for path in [p for p in self._maps if p.startswith(prefix)]:
                 del self._maps[path]
             self._evicted = {p for p in self._evicted if not p.startswith(prefix)}
+            self._sizes = {p: n for p, n in self._sizes.items() if not p.startswith(prefix)}
 
     def used(self) -> int:
         with self._lock:
