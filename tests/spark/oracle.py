@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 
-from chispa import assert_approx_df_equality, assert_df_equality
+from chispa.row_comparer import are_rows_approx_equal
+from chispa.rows_comparer import assert_basic_rows_equality, assert_generic_rows_equality
 
 DOUBLE_TOLERANCE = 1e-6   # doubles drift under incremental sums; decimals and integers are exact
 #: the target every test batch runs on (conftest.py sets spark.viewlet.engine from it): CI
@@ -64,48 +65,54 @@ def assert_view_matches(spark, view: str, query: str, engine: bool = True):
     actual = spark.sql(f"SELECT * FROM {view}")
     expected = spark.sql(query)
     assert actual.columns == expected.columns
-    # types without nullability (as chispa's ignore_nullable below): an array's containsNull
-    # is not kept by the Delta result table (collect_list: array<int> either way)
+    # types without nullability: an array's containsNull is not kept by the Delta result
+    # table (collect_list: array<int> either way)
     assert [f.dataType.simpleString() for f in actual.schema.fields] == \
         [f.dataType.simpleString() for f in expected.schema.fields]
     approx = any(f.dataType.typeName() in ("double", "float") for f in expected.schema.fields)
+    got, want = _both_sorted(actual, expected)
     if approx:
-        actual, expected = _without_metadata(actual), _without_metadata(expected)
-    unique = len(set(actual.columns)) == len(actual.columns)
-    if unique:                       # ordered here: chispa compares the rows as they come
-        actual, expected = in_row_order(actual), in_row_order(expected)
-    if approx:
-        assert_approx_df_equality(actual, expected, DOUBLE_TOLERANCE, ignore_nullable=True,
-                                  ignore_row_order=not unique)
+        assert_generic_rows_equality(got, want, are_rows_approx_equal,
+                                     {"precision": DOUBLE_TOLERANCE})
     else:
-        # metadata: Spark marks generated column names (`sum(x)`), not part of the data
-        assert_df_equality(actual, expected, ignore_nullable=True, ignore_row_order=not unique,
-                           ignore_metadata=True)
+        assert_basic_rows_equality(got, want)
 
 
-def in_row_order(df):
-    """`df`'s rows sorted by every column (complex values by their hash), as chispa's
-    ignore_row_order sorts them, but in one partition: one Spark job that runs the query
-    once, where a global sort runs it twice (a sampling job for its range boundaries, then
-    the sort). The oracle's results are small."""
+#: the column telling the view's rows (0) from Spark's (1) in _both_sorted's one query
+SIDE = "__oracle_side"
+
+
+def _both_sorted(actual, expected):
+    """The rows of `actual` and of `expected` (same columns and types), each sorted by every
+    column (in_row_order), from one Spark job over their union, where comparing the two
+    DataFrames ran a job for each. Rows name their columns by position and name (a query may
+    repeat a name), so the comparison stays positional."""
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+    names = [f"{i}:{c}" for i, c in enumerate(expected.columns)]
+    positional = [f"_{i}" for i in range(len(names))]
+    both = actual.toDF(*positional).withColumn(SIDE, F.lit(0)).unionAll(
+        expected.toDF(*positional).withColumn(SIDE, F.lit(1)))
+    rows = in_row_order(both, first=[SIDE]).collect()
+    make = Row(*names)
+    sides = ([], [])
+    for r in rows:
+        sides[r[-1]].append(make(*r[:-1]))
+    return sides
+
+
+def in_row_order(df, first=()):
+    """`df`'s rows sorted by the columns `first`, then by every other column (complex values
+    by their hash), as chispa's ignore_row_order sorts them, but in one partition: one Spark
+    job that runs the query once, where a global sort runs it twice (a sampling job for its
+    range boundaries, then the sort). The oracle's results are small."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, MapType, StructType
     from viewlet.plan.lower import q
+    fields = sorted(df.schema.fields, key=lambda f: f.name not in first)
     keys = [F.hash(F.col(q(f.name))) if isinstance(f.dataType, (ArrayType, MapType, StructType))
-            else F.col(q(f.name)) for f in df.schema.fields]
+            else F.col(q(f.name)) for f in fields]
     return df.coalesce(1).sortWithinPartitions(*keys)
-
-
-def _without_metadata(df):
-    """df with no column metadata (Spark marks generated names, and a USING column reached
-    through `t.*` as qualified-access-only): the approximate comparison has no switch for it.
-    Columns go by position, so duplicate names stay as they are."""
-    from pyspark.sql import functions as F
-    fields = df.schema.fields
-    numbered = df.toDF(*[f"_{i}" for i in range(len(fields))])
-    # an alias of a cast has no metadata to inherit (an empty metadata= is ignored)
-    return numbered.select(*[F.col(f"_{i}").cast(f.dataType).alias(f.name)
-                             for i, f in enumerate(fields)])
 
 
 def check_view_through_batches(spark, work, view: str, query: str, depth, batches: int,
