@@ -151,6 +151,7 @@ def test_a_map_over_the_budget_is_not_loaded_again_whatever_its_guess():
     assert cache.admits(big.nbytes // 4, [big.path])     # a low guess, before any load
     assert not cache.put(big)
     assert not cache.admits(big.nbytes // 4, [big.path])
+    assert not cache.room(big.nbytes // 4, [big.path])     # nor as a spare map
     cache.evict_prefix("/views/big/")                      # the view dropped: forgotten
     assert cache.admits(big.nbytes // 4, [big.path])
 

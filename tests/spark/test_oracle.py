@@ -29,7 +29,8 @@ def test_equal_rows_in_any_order_pass_with_repeated_names_and_complex_values(spa
     # NULL against a value
     ("SELECT CAST(NULL AS INT) AS a", "SELECT 0 AS a"),
     # a double beyond the tolerance
-    (f"SELECT CAST(1.0 + {DOUBLE_TOLERANCE * 10} AS DOUBLE) AS x", "SELECT CAST(1.0 AS DOUBLE) AS x"),
+    (f"SELECT CAST(1.0 + {DOUBLE_TOLERANCE * 10} AS DOUBLE) AS x",
+     "SELECT CAST(1.0 AS DOUBLE) AS x"),
 ], ids=["swapped", "duplicate", "null", "double"])
 def test_any_difference_fails(spark, view_sql, query):
     view = _view(spark, "oracle_differs", view_sql)

@@ -200,7 +200,8 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
         snap = ctx.store.snapshot(view.map_path(name))
         hot = ctx.hot_maps.peek(view.map_path(name))
         if hot is not None:
-            memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, version {hot.version})"
+            memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, " \
+                     f"version {hot.version})"
         elif ctx.hot_maps.was_evicted(view.map_path(name)):
             memory = "not in memory (evicted for other views' maps: batches read its keys " \
                      "from Delta)"

@@ -17,9 +17,9 @@ not yet held is loaded only when it fits beside the maps used in the last ACTIVE
 (`admits`): views refreshed in turn whose maps do not fit together kept evicting each
 other's maps, and every batch read its maps whole where reading its keys from Delta costs
 a fraction of that. A map a batch used, once evicted to make room, is loaded again only
-beside the maps used in the last EVICTED_SECONDS: views refreshed in turn less often than every
-ACTIVE_SECONDS (five TPC-H views at SF 10, each batch minutes apart) otherwise still evicted
-each other's maps every round. The maps held then stay held, and the others' batches read
+beside the maps used in the last EVICTED_SECONDS: views refreshed in turn less often than
+every ACTIVE_SECONDS (five TPC-H views at SF 10, each batch minutes apart) otherwise still
+evicted each other's maps every round. The maps held then stay held, and the others' batches read
 their keys from Delta.
 """
 from __future__ import annotations
@@ -248,8 +248,11 @@ class HotMaps:
                          if not h.spare and now - h.used_at < window)
         return 0 < nbytes and active + nbytes <= self.budget
 
-    def room(self, nbytes: int) -> bool:
-        """Whether `nbytes` more fit beside the maps held now, without evicting any."""
+    def room(self, nbytes: int, paths: Sequence[str] = ()) -> bool:
+        """Whether `nbytes` more (the maps at `paths`) fit beside the maps held now, without
+        evicting any; as in `admits`, the bytes they took when last loaded count."""
+        with self._lock:
+            nbytes = max(nbytes, sum(self._sizes.get(p, 0) for p in paths))
         return 0 < nbytes and self.used() + nbytes <= self.budget
 
     def put(self, hot: HotMap) -> bool:

@@ -24,7 +24,7 @@ def hot_map(view, name: str, version: int, load: bool = False, spare: bool = Fal
         return hot
     snap = ctx.store.snapshot(path, version)
     guess = memory_guess(snap)
-    if not (ctx.hot_maps.room(guess) if spare else ctx.hot_maps.admits(guess, [path])):
+    if not (ctx.hot_maps.room(guess, [path]) if spare else ctx.hot_maps.admits(guess, [path])):
         return None
     schema = view.map_arrow_schema(name)
     rows = ctx.store.read_files(snap).select(schema.names).cast(schema)
