@@ -39,8 +39,8 @@ def _sums(table: pa.Table, where=lambda r: True):
     return {k: tuple(v) for k, v in out.items() if v != [0, 0]}
 
 
-def _hot(rows):
-    return HotMap("/maps/m", 1, rows, ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+def _hot(rows, path="/maps/m"):
+    return HotMap(path, 1, rows, ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -146,7 +146,7 @@ def test_a_map_over_the_budget_is_not_loaded_again_whatever_its_guess():
     """A map whose rows took more than the whole budget when loaded (and were not kept) is
     not admitted again on a guess made from its files: every batch read it whole before."""
     rng = random.Random(10)
-    big = HotMap("/views/big/m", 1, _rows(rng, 400), ["k0", "k1", "k2"], ["__v", "v1"], ["__v"])
+    big = _hot(_rows(rng, 400), "/views/big/m")
     cache = HotMaps(budget=big.nbytes // 2)
     assert cache.admits(big.nbytes // 4, [big.path])     # a low guess, before any load
     assert not cache.put(big)
@@ -166,8 +166,7 @@ def test_views_refreshed_in_turn_keep_the_maps_they_hold():
     rng = random.Random(9)
     rows = [_rows(rng, 300) for _ in range(3)]
     paths = [f"/views/v{i}/m" for i in range(3)]
-    size = max(HotMap(p, 1, r, ["k0", "k1", "k2"], ["__v", "v1"], ["__v"]).nbytes
-               for p, r in zip(paths, rows))
+    size = max(_hot(r, p).nbytes for p, r in zip(paths, rows))
     now = [0.0]
     cache = HotMaps(budget=int(size * 2.5), clock=lambda: now[0])
 
@@ -177,8 +176,7 @@ def test_views_refreshed_in_turn_keep_the_maps_they_hold():
         now[0] += hotmaps.ACTIVE_SECONDS * 3
         if cache.get(paths[i], 1) is not None or not cache.admits(size, [paths[i]]):
             return False
-        assert cache.put(HotMap(paths[i], 1, rows[i], ["k0", "k1", "k2"], ["__v", "v1"],
-                                ["__v"]))
+        assert cache.put(_hot(rows[i], paths[i]))
         return cache.get(paths[i], 1) is not None          # the batch reads what it loaded
 
     assert [refresh(i) for i in range(3)] == [True, True, True]     # v2 evicts v0
@@ -201,6 +199,5 @@ def test_views_refreshed_in_turn_keep_the_maps_they_hold():
     now[0] += hotmaps.EVICTED_SECONDS
     cache.evict_prefix("/views/")
     for i in range(3):
-        assert cache.put(HotMap(paths[i], 1, rows[i], ["k0", "k1", "k2"], ["__v", "v1"],
-                                ["__v"]))
+        assert cache.put(_hot(rows[i], paths[i]))
     assert cache.peek(paths[0]) is None and not cache.was_evicted(paths[0])

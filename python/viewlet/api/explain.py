@@ -197,12 +197,13 @@ def describe_rows(view) -> List[Tuple[str, str, str]]:
             rows.append(("map", name, f"keys [{', '.join(m.keys)}], recomputed by each batch "
                                       "(depth 0), no table"))
             continue
-        snap = ctx.store.snapshot(view.map_path(name))
-        hot = ctx.hot_maps.peek(view.map_path(name))
+        path = view.map_path(name)
+        snap = ctx.store.snapshot(path)
+        hot = ctx.hot_maps.peek(path)
         if hot is not None:
             memory = f"in memory ({size_text(hot.nbytes)}, {hot.rows:,} rows, " \
                      f"version {hot.version})"
-        elif ctx.hot_maps.was_evicted(view.map_path(name)):
+        elif ctx.hot_maps.was_evicted(path):
             memory = "not in memory (evicted for other views' maps: batches read its keys " \
                      "from Delta)"
         else:

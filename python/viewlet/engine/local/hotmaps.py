@@ -19,8 +19,8 @@ other's maps, and every batch read its maps whole where reading its keys from De
 a fraction of that. A map a batch used, once evicted to make room, is loaded again only
 beside the maps used in the last EVICTED_SECONDS: views refreshed in turn less often than
 every ACTIVE_SECONDS (five TPC-H views at SF 10, each batch minutes apart) otherwise still
-evicted each other's maps every round. The maps held then stay held, and the others' batches read
-their keys from Delta.
+evicted each other's maps every round. The maps held then stay held, and the others'
+batches read their keys from Delta.
 """
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ class HotMaps:
         with self._lock:
             now = self._clock()
             window = EVICTED_SECONDS if self._evicted.intersection(paths) else ACTIVE_SECONDS
-            nbytes = max(nbytes, sum(self._sizes.get(p, 0) for p in paths))
+            nbytes = self._at_least_measured(nbytes, paths)
             active = sum(h.nbytes for h in self._maps.values()
                          if not h.spare and now - h.used_at < window)
         return 0 < nbytes and active + nbytes <= self.budget
@@ -252,8 +252,13 @@ class HotMaps:
         """Whether `nbytes` more (the maps at `paths`) fit beside the maps held now, without
         evicting any; as in `admits`, the bytes they took when last loaded count."""
         with self._lock:
-            nbytes = max(nbytes, sum(self._sizes.get(p, 0) for p in paths))
+            nbytes = self._at_least_measured(nbytes, paths)
         return 0 < nbytes and self.used() + nbytes <= self.budget
+
+    def _at_least_measured(self, nbytes: int, paths: Sequence[str]) -> int:
+        """`nbytes`, or the bytes the maps at `paths` took when last loaded where more
+        (called holding the lock)."""
+        return max(nbytes, sum(self._sizes.get(p, 0) for p in paths))
 
     def put(self, hot: HotMap) -> bool:
         """Keep `hot` (evicting others as needed); False when it alone exceeds the budget."""
