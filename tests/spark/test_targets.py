@@ -133,6 +133,58 @@ def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp
         spark.sql("DROP INCREMENTAL VIEW IF EXISTS tg_held")
 
 
+def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, auto,
+                                                           monkeypatch):
+    """Under auto, a batch the cost rule sends to Spark still runs in the driver's DuckDB each
+    phase whose rows the driver holds (changes, earlier phases' deltas, the rows lookups
+    kept) within spark.viewlet.local.maxInputRows, and the touched groups' result rows: a
+    batch of small phases runs no Spark job. A phase over the limit runs on Spark; a view
+    forced to engine = 'spark' runs every phase there. Exact every time."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    import viewlet
+    paths = {n: os.path.join(str(tmp_path), n) for n in ("pt", "pu")}
+    keys = list(range(2000))
+    for name, col in (("pt", "v"), ("pu", "w")):
+        write_deltalake(paths[name], pa.table({"k": keys, col: [k % 7 for k in keys]}),
+                        configuration={"delta.enableChangeDataFeed": "true"})
+        viewlet.register_table(spark, name, paths[name], replace=True)
+    query = "SELECT pt.k, SUM(pt.v * pu.w) AS x, COUNT(*) AS n FROM pt JOIN pu ON pt.k = pu.k " \
+            "GROUP BY pt.k"
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_small AS {query}")
+    spark.sql(f"CREATE INCREMENTAL VIEW tg_small_forced WITH (engine = 'spark') AS {query}")
+    views = [vl.ctx.load(v) for v in ("tg_small", "tg_small_forced")]
+    monkeypatch.setattr(vl.ctx.hot_maps, "budget", 1)      # every map read from Delta
+    try:
+        # (rows appended to pt, to pu; the limit): both phases within it, then pt's over it
+        for pt_keys, pu_keys, limit in (([5, 1500, 7], [8, 9, 10], 10),
+                                        (list(range(100, 108)), [3], 12)):
+            spark.conf.set(settings.MAX_ROWS_CONF, str(limit))
+            for view in views:
+                for name in view.definition.maps:
+                    vl.ctx.hot_maps.evict(view.map_path(name))
+            write_deltalake(paths["pt"], pa.table({"k": pt_keys, "v": [3] * len(pt_keys)}),
+                            mode="append")
+            write_deltalake(paths["pu"], pa.table({"k": pu_keys, "w": [4] * len(pu_keys)}),
+                            mode="append")
+            for name in ("tg_small", "tg_small_forced"):
+                spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
+                assert_view_matches(spark, name, query)
+            stats, forced = _last(vl, "tg_small"), _last(vl, "tg_small_forced")
+            assert stats["engine"] == "spark" and settings.MAX_ROWS_CONF in \
+                stats["engine_reason"], stats
+            assert stats["phases"] == forced["phases"] == 2, (stats, forced)
+            if limit == 10:
+                assert stats["driver_phases"] == 2 and stats["spark_jobs"] == 0, stats
+            else:
+                assert stats["driver_phases"] == 1 and stats["spark_jobs"] >= 1, stats
+            assert "driver_phases" not in forced and forced["spark_jobs"] >= 2, forced
+    finally:
+        spark.conf.unset(settings.MAX_ROWS_CONF)
+        for name in ("tg_small", "tg_small_forced"):
+            spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {name}")
+
+
 def test_a_failing_local_batch_runs_again_on_spark(spark, vl, tmp_path, auto, monkeypatch):
     work = registered_workload(spark, str(tmp_path), seed=43)
     spark.sql(f"CREATE INCREMENTAL VIEW tg_fail WITH (engine = 'local') AS {QUERY}")

@@ -124,6 +124,45 @@ class LeafReader:
             out[keys[j]] = (values, has_null)
         return out
 
+    def arrow(self, leaf: Leaf) -> pa.Table:
+        """The leaf's rows in the driver, as the local target binds them: typed as the plan
+        expects them."""
+        view, ctx = self.view, self.view.ctx
+        if leaf.kind == "pending":
+            return self.pending_rows(leaf)
+        if leaf.kind in ("delta", "rel"):
+            if leaf.kind == "delta":
+                rows = self.deltas[leaf.name]
+            else:
+                after, to = self.record.ranges[leaf.name]
+                rows = ctx.store.read_columns(view.table_path(leaf.name),
+                                              to if leaf.detail[0] else after,
+                                              view.columns_of(leaf.name))
+            return typed_rows(view, leaf, rows)
+        schema = view.map_arrow_schema(leaf.name)
+        rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)
+        return rows.select(schema.names).cast(schema)
+
+    def rows_in_driver(self, leaf: Leaf) -> int:
+        """The rows `arrow(leaf)` gives, counted without reading them (a lookup is read: its
+        rows are what it keeps)."""
+        view, store = self.view, self.view.ctx.store
+        if leaf.kind == "pending":
+            return self.pending_rows(leaf).num_rows
+        if leaf.kind == "delta":
+            return self.deltas[leaf.name].num_rows
+        if leaf.kind == "rel":
+            after, to = self.record.ranges[leaf.name]
+            return _rows(store.snapshot(view.table_path(leaf.name),
+                                        to if leaf.detail[0] else after)) or 0
+        if leaf.detail:
+            return self.matching(leaf).num_rows
+        hot, _ = self.hot(leaf.name)
+        if hot is not None:
+            return hot.rows
+        return _rows(store.snapshot(view.map_path(leaf.name),
+                                    self.record.map_versions[leaf.name])) or 0
+
 
 class SparkLeaves(LeafReader):
     """Leaves as DataFrames; the batch's own rows staged as Parquet files in `scratch`."""
@@ -195,21 +234,7 @@ class ArrowLeaves(LeafReader):
     load = True
 
     def bind(self, leaf: Leaf) -> pa.Table:
-        view, ctx = self.view, self.view.ctx
-        if leaf.kind == "pending":
-            return self.pending_rows(leaf)
-        if leaf.kind in ("delta", "rel"):
-            if leaf.kind == "delta":
-                rows = self.deltas[leaf.name]
-            else:
-                after, to = self.record.ranges[leaf.name]
-                rows = ctx.store.read_columns(view.table_path(leaf.name),
-                                              to if leaf.detail[0] else after,
-                                              view.columns_of(leaf.name))
-            return typed_rows(view, leaf, rows)
-        schema = view.map_arrow_schema(leaf.name)
-        rows = self.matching(leaf) if leaf.detail else self.map_rows(leaf.name)
-        return rows.select(schema.names).cast(schema)
+        return self.arrow(leaf)
 
 
 def _rows(snap) -> Optional[int]:

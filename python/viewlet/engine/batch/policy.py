@@ -27,6 +27,8 @@ too large to pass through the driver. The rules, each a function below:
     few files at a time, and the target keeps what was read) and count the rows they
     keep: a batch of a few keys over maps larger than the budget runs locally, where it
     ran on Spark as a job per phase and broadcast over the same looked-up rows.
+  * `small_work_in_driver`: under auto, a batch sent to Spark still runs in the driver each
+    phase reading at most the local limit's rows, and the result rows.
   * `after_local_failure`: a local batch that fails runs again on Spark.
   * `for_recompute` (depth 0), `for_load` (CREATE's maps), `compacts_on_executors` (a map
     due for compaction): the same settings and bounds, for the other work a view does.
@@ -153,6 +155,16 @@ def choose(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
     in_memory = f"; {rows.held:,} map rows held in memory" if rows.held else ""
     return Choice(LOCAL, f"the batch reads about {rows.read:,} rows (at most {limit:,} run "
                          f"locally){kept}{in_memory}", rows.total)
+
+
+def small_work_in_driver(view) -> bool:
+    """Whether a batch the cost rule sent to Spark still computes in the driver's DuckDB the
+    parts within the local limit (each phase reading at most spark.viewlet.local.
+    maxInputRows rows: SparkTarget.in_driver; the result rows of the touched groups, which
+    the driver holds): under auto, for a view the local target can run. The rule weighs
+    the whole batch, and a Spark job per phase cost 0.2-0.3 s here beside DuckDB's work. A
+    forced `engine = 'spark'` keeps all of a batch on Spark."""
+    return view.settings.engine == AUTO and local_blocker(view) is None
 
 
 def after_local_failure(e: BaseException) -> Choice:

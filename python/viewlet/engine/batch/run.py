@@ -2,8 +2,10 @@
 (plan/batch.py) for them, run on the target the policy picks (batch/policy.py).
 
 On the driver (`driver_deltas`), the changes are read as Arrow, then the plan runs on the
-local target or on Spark; a local batch that fails (an overflow, a division by zero under
-ANSI mode) runs again on Spark, which gives Spark's own result or error. On the executors
+local target or on Spark (under auto, a Spark batch's phases that read at most the local
+limit's rows still run in the driver: policy.small_work_in_driver); a
+local batch that fails (an overflow, a division by zero under ANSI mode) runs again on
+Spark, which gives Spark's own result or error. On the executors
 (`distributed_deltas`), the distributed target reads the changes and keeps the deltas.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from ..state.manifest import BatchRecord
-from ..state.settings import LOCAL
+from ..state.settings import LOCAL, SPARK
 from ..state.stats import BatchStats
 from . import policy
 from .changes import read_batch_changes
@@ -68,6 +70,7 @@ def driver_deltas(view, record: BatchRecord, stats: BatchStats,
     stats.engine, stats.engine_reason = choice.target, choice.reason
     stats.input_rows = choice.input_rows
     step(f"computing the deltas of {len(plan.targets)} map(s) ({choice.target} target)")
+    small_in_driver = choice.target == SPARK and policy.small_work_in_driver(view)
     if choice.target == LOCAL:
         try:
             with LocalTarget(view, record, deltas, looked_up=lookups) as target:
@@ -78,8 +81,12 @@ def driver_deltas(view, record: BatchRecord, stats: BatchStats,
             step(fallback.reason)
     if progress is not None:
         progress.spark()
-    with SparkTarget(view, record, deltas, stats.input_rows, looked_up=lookups) as target:
-        return run_phases(view, plan, target, stats)
+    with SparkTarget(view, record, deltas, stats.input_rows, looked_up=lookups,
+                     small_in_driver=small_in_driver) as target:
+        out = run_phases(view, plan, target, stats)
+        if small_in_driver:
+            stats.driver_phases = target.driver_phases
+        return out
 
 
 def distributed_deltas(view, record: BatchRecord, target: DistributedTarget, stats: BatchStats,

@@ -1,23 +1,29 @@
 """The Spark target: the batch plan's Spark text over DataFrames (the batch's own rows staged
 as Parquet files), in a clone of the user's session with adaptive execution off; each
-phase's packed rows are collected to the driver as Arrow. Also: map rows summed by key on
-Spark, for every part of the engine that sums a DataFrame of map rows.
+phase's packed rows are collected to the driver as Arrow. Under auto, a phase that reads only
+rows the driver holds, few enough for the local target, runs in the driver's DuckDB
+instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark, for every part of
+the engine that sums a DataFrame of map rows.
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict, Optional
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from ...plan.batch import Phase
+from ...plan.batch import LEAF_PREFIX, Phase
 from ...plan.lower import q
 from ...storage.arrow import plain_types
 from ..spark.io import frame_arrow
 from ..state.settings import SPARK
 from .leaves import LeafReader, SparkLeaves
+from .local import LOCAL_FAILURES, failure_text, local_sql
 from .task_phase import local_master, run_in_task
 from .target import ArrowTarget
+
+log = logging.getLogger("viewlet")
 
 #: rows of batch input per shuffle partition of a Spark batch (at least one partition, at
 #: most the session's spark.sql.shuffle.partitions)
@@ -51,20 +57,52 @@ class SparkTarget(ArrowTarget):
     name = SPARK
 
     def __init__(self, view, record, deltas: Dict[str, pa.Table], input_rows: Optional[int],
-                 looked_up: Optional[LeafReader] = None):
+                 looked_up: Optional[LeafReader] = None, small_in_driver: bool = False):
+        """`small_in_driver`: phases reading only rows the driver holds, at most
+        spark.viewlet.local.maxInputRows of them, run in the driver's DuckDB
+        (policy.small_work_in_driver)."""
         self.view = view
         self.scratch = view.scratch_dir(record.batch)
         self.spark = batch_session(view, input_rows)
         self.input_rows = input_rows
         self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark, looked_up)
+        self.small_in_driver = small_in_driver
+        self.driver_phases = 0
 
     def execute(self, phase: Phase) -> pa.Table:
+        rows = self.in_driver(phase) if self.small_in_driver else None
+        if rows is not None:
+            self.driver_phases += 1
+            return rows
         if self.in_task(phase):
             rows = run_in_task(self.view, self.spark, phase, self.leaves)
             if rows is not None:
                 return plain_types(rows)
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         return frame_arrow(self.spark.sql(phase.spark_text, **frames))
+
+    def in_driver(self, phase: Phase) -> Optional[pa.Table]:
+        """The phase's packed rows computed by the driver's DuckDB, as the local target does,
+        when its leaves hold at most spark.viewlet.local.maxInputRows rows (the batch's
+        changes, earlier phases' deltas and the rows lookups kept, which the driver holds
+        already; maps and tables read whole, counted from their statistics); else None
+        (Spark runs it). A phase the local target fails (an overflow under ANSI mode) runs
+        on Spark, which gives Spark's own result or error, and so do the batch's later
+        phases."""
+        limit, rows = self.view.settings.max_input_rows, 0
+        for leaf in phase.leaves.values():
+            rows += self.leaves.rows_in_driver(leaf)
+            if rows > limit:
+                return None
+        try:
+            tables = {LEAF_PREFIX + name: self.leaves.arrow(leaf)
+                      for name, leaf in phase.leaves.items()}
+            return self.view.ctx.local_engine.query(local_sql(self.view, phase), tables)
+        except LOCAL_FAILURES as e:
+            log.info("Viewlet: a phase of a Spark batch failed in the driver (%s); it runs on "
+                     "Spark", failure_text(e))
+            self.small_in_driver = False
+            return None
 
     def in_task(self, phase: Phase) -> bool:
         """Whether the phase runs in one task (batch/task_phase.py): it joins leaves (Spark's

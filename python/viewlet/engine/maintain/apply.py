@@ -25,7 +25,7 @@ from ..batch.run import distributed_deltas, driver_deltas
 from ..runtime import faults
 from ..runtime.progress import Progress
 from ..state.manifest import BatchRecord
-from ..state.settings import DISTRIBUTED
+from ..state.settings import DISTRIBUTED, LOCAL
 from ..state.stats import BatchStats, OrderedStats
 from ..state.view import LoadedView
 from . import distributed
@@ -70,11 +70,13 @@ def _apply_batch(view: LoadedView, record: BatchRecord, progress: Progress,
     if any(deltas.get(m) is not None and deltas[m].num_rows for m in result_maps(view)):
         progress.step("computing the result rows of the touched groups")
         t0 = time.perf_counter()
-        local = stats.engine == "local"
+        local = stats.engine == LOCAL
         if view.compiled.spec.window is not None:
             result, rewrite = window_source(view, record, deltas, local, progress)
-        else:
-            result = result_source(view, record, deltas, local, progress)
+        else:      # the touched groups' rows are in the driver: under auto DuckDB runs them
+            result = result_source(view, record, deltas,
+                                   local or policy.small_work_in_driver(view), progress,
+                                   hold=local)
         stats.seconds["result"] = time.perf_counter() - t0
     before_writes()
     faults.point("batch.computed")

@@ -70,22 +70,25 @@ def touched_state(view: LoadedView, deltas: Dict[str, pa.Table]) -> pa.Table:
 
 
 def result_source(view: LoadedView, record: BatchRecord, deltas: Dict[str, pa.Table],
-                   local: bool = False, progress: Optional[Progress] = None) -> pa.Table:
+                   local: bool = False, progress: Optional[Progress] = None,
+                   hold: bool = False) -> pa.Table:
     """MERGE source rewriting the result rows of every group the batch touched: a 'del' row
     per touched group and the group's new rows as 'ins' rows. Touched are the groups of the
     state's delta and the groups of the multisets' deltas (an UPDATE moving a MIN changes a
     multiset, not the state). The touched groups' new state (their batch-start rows plus
     the delta) is built on the driver; Spark evaluates the output expressions over it (a
     projection of a local relation, unless multisets are aggregated or bag copies need a
-    generator), with the multisets' batch-start rows of those groups plus their deltas."""
+    generator), with the multisets' batch-start rows of those groups plus their deltas.
+    `local`: the output expressions run in the driver's DuckDB (Spark if it fails); `hold`:
+    the state and multisets are held in memory when there is room (a local batch)."""
     state_name = view.definition.view_map
     schema = view.map_schema(state_name)
     delta_state = touched_state(view, deltas)
     # on the local target the state is held in memory when there is room (state/maps.py)
     new_state = add_at_keys(rows_by_keys(view, state_name, record.map_versions[state_name],
-                                         delta_state, schema.keys, hold=local),
+                                         delta_state, schema.keys, hold=hold),
                             delta_state, schema.keys, list(schema.values))
-    multisets = multiset_rows(view, record, deltas, new_state, len(schema.keys), hold=local)
+    multisets = multiset_rows(view, record, deltas, new_state, len(schema.keys), hold=hold)
     _, columns = result_sql(view)
     out_schema = result_arrow_schema(view)
     ins = state_rows(view, new_state, multisets, local, progress)

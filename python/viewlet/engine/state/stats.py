@@ -4,9 +4,9 @@ The manifest keeps it as JSON with the keys below (HISTORY and DESCRIBE read the
 builds a `BatchStats` and the manifest writes `to_json()`; `from_json` reads a row back (the
 previous batch's map layouts and ordered rows, a recovered batch's counts).
 
-    seconds, delta_rows, engine, engine_reason, input_rows, map_reads, phases, layout,
-    ordered, result_rows_changed, map_rows_changed, spark_jobs, result_version, rebuilt,
-    maps_kept, maps_loaded, error, dropped
+    seconds, delta_rows, engine, engine_reason, input_rows, map_reads, phases, driver_phases,
+    layout, ordered, result_rows_changed, map_rows_changed, spark_jobs, result_version,
+    rebuilt, maps_kept, maps_loaded, error, dropped
 """
 from __future__ import annotations
 
@@ -125,6 +125,8 @@ class BatchStats:
     input_rows: Optional[int] = None               # rows the batch reads, as estimated
     map_reads: Optional[List[MapRead]] = None
     phases: Optional[int] = None                   # queries of the batch plan run
+    driver_phases: Optional[int] = None            # a Spark batch under auto: of its phases,
+    #                                                those the driver's DuckDB ran
     layout: Optional[Dict[str, MapLayout]] = None  # appended maps' layouts, for compactions
     ordered: Optional[OrderedStats] = None
     result_rows_changed: Optional[int] = None
