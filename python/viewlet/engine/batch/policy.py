@@ -167,6 +167,16 @@ def small_work_in_driver(view) -> bool:
     return view.settings.engine == AUTO and local_blocker(view) is None
 
 
+def driver_phases_text(view, in_driver: int, phases: int) -> str:
+    """What HISTORY's engine_reason adds for a Spark batch some of whose phases ran in the
+    driver (small_work_in_driver)."""
+    if not in_driver:
+        return ""
+    limit = view.settings.max_input_rows
+    return (f"; {in_driver} of its {phases} phase(s) read at most {limit:,} rows and ran in "
+            "the driver")
+
+
 def after_local_failure(e: BaseException) -> Choice:
     """A local batch that failed (an overflow, a division by zero under ANSI mode) runs
     again on Spark, which gives Spark's own result or error."""

@@ -86,6 +86,8 @@ def driver_deltas(view, record: BatchRecord, stats: BatchStats,
         out = run_phases(view, plan, target, stats)
         if small_in_driver:
             stats.driver_phases = target.driver_phases
+            stats.engine_reason += policy.driver_phases_text(view, target.driver_phases,
+                                                             len(plan.phases))
         return out
 
 
