@@ -136,8 +136,8 @@ def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp
 def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, auto,
                                                            monkeypatch):
     """Under auto, a batch the cost rule sends to Spark still runs in the driver's DuckDB each
-    phase whose rows the driver holds (changes, earlier phases' deltas, the rows lookups
-    kept) within spark.viewlet.local.maxInputRows, and the touched groups' result rows: a
+    phase reading at most spark.viewlet.local.maxInputRows rows (changes, earlier phases'
+    deltas, the rows lookups kept, maps read whole), and the touched groups' result rows: a
     batch of small phases runs no Spark job. A phase over the limit runs on Spark; a view
     forced to engine = 'spark' runs every phase there. Exact every time."""
     import pyarrow as pa
@@ -151,9 +151,14 @@ def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, 
         viewlet.register_table(spark, name, paths[name], replace=True)
     query = "SELECT pt.k, SUM(pt.v * pu.w) AS x, COUNT(*) AS n FROM pt JOIN pu ON pt.k = pu.k " \
             "GROUP BY pt.k"
-    spark.sql(f"CREATE INCREMENTAL VIEW tg_small AS {query}")
-    spark.sql(f"CREATE INCREMENTAL VIEW tg_small_forced WITH (engine = 'spark') AS {query}")
-    views = [vl.ctx.load(v) for v in ("tg_small", "tg_small_forced")]
+    # a nested aggregate: its batches read a map whole (a one-row global sum)
+    nested = "SELECT pt.k, SUM(pt.v) AS s FROM pt WHERE pt.v * 1000 < " \
+             "(SELECT SUM(pu.w) FROM pu) GROUP BY pt.k"
+    queries = {"tg_small": query, "tg_small_forced": query, "tg_small_nested": nested}
+    for name, text in queries.items():
+        option = " WITH (engine = 'spark')" if name.endswith("forced") else ""
+        spark.sql(f"CREATE INCREMENTAL VIEW {name}{option} AS {text}")
+    views = [vl.ctx.load(v) for v in queries]
     monkeypatch.setattr(vl.ctx.hot_maps, "budget", 1)      # every map read from Delta
     try:
         # (rows appended to pt, to pu; the limit): both phases within it, then pt's over it
@@ -167,10 +172,13 @@ def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, 
                             mode="append")
             write_deltalake(paths["pu"], pa.table({"k": pu_keys, "w": [4] * len(pu_keys)}),
                             mode="append")
-            for name in ("tg_small", "tg_small_forced"):
+            for name, text in queries.items():
                 spark.sql(f"REFRESH INCREMENTAL VIEW {name}")
-                assert_view_matches(spark, name, query)
+                assert_view_matches(spark, name, text)
             stats, forced = _last(vl, "tg_small"), _last(vl, "tg_small_forced")
+            # its pt phase reads pt's changes and pu's one-row sum (a map read whole) in the
+            # driver; its pu phase re-reads pt's maps whole, over the limit: on Spark
+            assert _last(vl, "tg_small_nested")["driver_phases"] == 1
             assert stats["engine"] == "spark" and settings.MAX_ROWS_CONF in \
                 stats["engine_reason"], stats
             assert stats["phases"] == forced["phases"] == 2, (stats, forced)
@@ -182,7 +190,7 @@ def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, 
             assert "driver_phases" not in forced and forced["spark_jobs"] >= 2, forced
     finally:
         spark.conf.unset(settings.MAX_ROWS_CONF)
-        for name in ("tg_small", "tg_small_forced"):
+        for name in queries:
             spark.sql(f"DROP INCREMENTAL VIEW IF EXISTS {name}")
 
 

@@ -1,8 +1,8 @@
 """The Spark target: the batch plan's Spark text over DataFrames (the batch's own rows staged
 as Parquet files), in a clone of the user's session with adaptive execution off; each
-phase's packed rows are collected to the driver as Arrow. Under auto, a phase that reads only
-rows the driver holds, few enough for the local target, runs in the driver's DuckDB
-instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark, for every part of
+phase's packed rows are collected to the driver as Arrow. Under auto, a phase reading no
+more rows than the local target is given (spark.viewlet.local.maxInputRows) runs in the
+driver's DuckDB instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark, for every part of
 the engine that sums a DataFrame of map rows.
 """
 from __future__ import annotations
@@ -58,9 +58,8 @@ class SparkTarget(ArrowTarget):
 
     def __init__(self, view, record, deltas: Dict[str, pa.Table], input_rows: Optional[int],
                  looked_up: Optional[LeafReader] = None, small_in_driver: bool = False):
-        """`small_in_driver`: phases reading only rows the driver holds, at most
-        spark.viewlet.local.maxInputRows of them, run in the driver's DuckDB
-        (policy.small_work_in_driver)."""
+        """`small_in_driver`: phases reading at most spark.viewlet.local.maxInputRows rows
+        run in the driver's DuckDB (policy.small_work_in_driver)."""
         self.view = view
         self.scratch = view.scratch_dir(record.batch)
         self.spark = batch_session(view, input_rows)
