@@ -29,6 +29,21 @@ def _batches(spark, work, view, query, n=3, engine=True):
         assert_view_matches(spark, view, query, engine)
 
 
+def _keyed_tables(spark, tmp_path, first: str, second: str):
+    """Two registered Delta tables (change feed on) of keys 0..1999: `first` (k, v) and
+    `second` (k, w), v and w = k % 7; {name: path}."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    import viewlet
+    paths = {n: os.path.join(str(tmp_path), n) for n in (first, second)}
+    keys = list(range(2000))
+    for name, col in ((first, "v"), (second, "w")):
+        write_deltalake(paths[name], pa.table({"k": keys, col: [k % 7 for k in keys]}),
+                        configuration={"delta.enableChangeDataFeed": "true"})
+        viewlet.register_table(spark, name, paths[name], replace=True)
+    return paths
+
+
 @pytest.fixture
 def auto(spark):
     """This test's batches follow the cost rule, whatever the suite's engine."""
@@ -95,13 +110,7 @@ def test_maps_held_in_memory_do_not_count_against_the_local_limit(spark, vl, tmp
     read once, whichever target runs it. Exact every time."""
     import pyarrow as pa
     from deltalake import write_deltalake
-    import viewlet
-    paths = {n: os.path.join(str(tmp_path), n) for n in ("ht", "hu")}
-    keys = list(range(2000))
-    for name, col in (("ht", "v"), ("hu", "w")):
-        write_deltalake(paths[name], pa.table({"k": keys, col: [k % 7 for k in keys]}),
-                        configuration={"delta.enableChangeDataFeed": "true"})
-        viewlet.register_table(spark, name, paths[name], replace=True)
+    paths = _keyed_tables(spark, tmp_path, "ht", "hu")
     query = "SELECT ht.k, SUM(ht.v * hu.w) AS x, COUNT(*) AS n FROM ht JOIN hu ON ht.k = hu.k " \
             "GROUP BY ht.k"
     spark.sql(f"CREATE INCREMENTAL VIEW tg_held AS {query}")
@@ -142,13 +151,7 @@ def test_a_spark_batch_runs_its_small_phases_in_the_driver(spark, vl, tmp_path, 
     forced to engine = 'spark' runs every phase there. Exact every time."""
     import pyarrow as pa
     from deltalake import write_deltalake
-    import viewlet
-    paths = {n: os.path.join(str(tmp_path), n) for n in ("pt", "pu")}
-    keys = list(range(2000))
-    for name, col in (("pt", "v"), ("pu", "w")):
-        write_deltalake(paths[name], pa.table({"k": keys, col: [k % 7 for k in keys]}),
-                        configuration={"delta.enableChangeDataFeed": "true"})
-        viewlet.register_table(spark, name, paths[name], replace=True)
+    paths = _keyed_tables(spark, tmp_path, "pt", "pu")
     query = "SELECT pt.k, SUM(pt.v * pu.w) AS x, COUNT(*) AS n FROM pt JOIN pu ON pt.k = pu.k " \
             "GROUP BY pt.k"
     # a nested aggregate: its batches read a map whole (a one-row global sum)
