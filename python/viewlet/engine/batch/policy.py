@@ -358,7 +358,8 @@ def explain(view) -> List[str]:
         lines.append(f"  rule: a batch runs locally when it reads at most "
                      f"{settings.max_input_rows:,} rows ({MAX_ROWS_CONF}): its changes, the maps "
                      "and base tables it reads whole and the rows its lookups keep; "
-                     "otherwise on Spark")
+                     "otherwise on Spark, where each phase reading at most that many rows "
+                     "and the result rows still run locally")
     if blocker is None and mode != SPARK:
         lines.append("  a local batch that fails (an overflow, a division by zero under ANSI "
                      "mode) runs again on Spark")
