@@ -4,8 +4,8 @@ A leaf is a relation's changes (the batch, pre-aggregated on the driver), a rela
 batch's start or end version, a map read whole, or a map read by lookup: only the rows
 holding the batch's key values, read on the driver once per batch (the batch's keys are
 spread over most files of a large map, so file skipping alone would leave most of the map
-to scan, once per reference). `ArrowLeaves` hands the local target Arrow tables,
-`SparkLeaves` the Spark target DataFrames (staged as Parquet files), `FrameLeaves` the
+to scan, once per reference). `LeafReader.arrow` hands the local target (and a Spark
+batch's phases run in the driver) Arrow tables, `SparkLeaves` the Spark target DataFrames (staged as Parquet files), `FrameLeaves` the
 distributed target DataFrames read by the executors.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..spark.io import read_table, snapshot_frame, spark_schema
 from ..state.keyed import matching_rows
 from ..state.manifest import BatchRecord
 from ..state.maps import hot_map
-from ..state.stats import MapRead
+from ..state.stats import MapRead, snapshot_rows
 
 #: a lookup keeping more than this share of the rows in the files it read binds those files
 #: (Spark reads them) instead of staging the rows kept
@@ -134,9 +134,8 @@ class LeafReader:
             if leaf.kind == "delta":
                 rows = self.deltas[leaf.name]
             else:
-                after, to = self.record.ranges[leaf.name]
                 rows = ctx.store.read_columns(view.table_path(leaf.name),
-                                              to if leaf.detail[0] else after,
+                                              relation_version(self.record, leaf),
                                               view.columns_of(leaf.name))
             return typed_rows(view, leaf, rows)
         schema = view.map_arrow_schema(leaf.name)
@@ -152,16 +151,15 @@ class LeafReader:
         if leaf.kind == "delta":
             return self.deltas[leaf.name].num_rows
         if leaf.kind == "rel":
-            after, to = self.record.ranges[leaf.name]
-            return _rows(store.snapshot(view.table_path(leaf.name),
-                                        to if leaf.detail[0] else after)) or 0
+            return snapshot_rows(store.snapshot(view.table_path(leaf.name),
+                                                relation_version(self.record, leaf)))
         if leaf.detail:
             return self.matching(leaf).num_rows
-        hot, _ = self.hot(leaf.name)
+        version = self.record.map_versions[leaf.name]
+        hot = hot_map(view, leaf.name, version)        # counted, never loaded here
         if hot is not None:
             return hot.rows
-        return _rows(store.snapshot(view.map_path(leaf.name),
-                                    self.record.map_versions[leaf.name])) or 0
+        return snapshot_rows(store.snapshot(view.map_path(leaf.name), version))
 
 
 class SparkLeaves(LeafReader):
@@ -210,8 +208,8 @@ class SparkLeaves(LeafReader):
         plan reads of it (recorded as the batch's map reads)."""
         view, ctx = self.view, self.view.ctx
         if leaf.kind == "rel":
-            after, to = self.record.ranges[leaf.name]
-            return (ctx.store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after),
+            return (ctx.store.snapshot(view.table_path(leaf.name),
+                                       relation_version(self.record, leaf)),
                     view.columns_of(leaf.name))
         schema = view.map_schema(leaf.name)
         columns = schema.keys + list(schema.values)
@@ -229,12 +227,17 @@ class SparkLeaves(LeafReader):
 
 
 class ArrowLeaves(LeafReader):
-    """Leaves as Arrow tables for the local target, typed as the plan expects them."""
+    """Leaves as Arrow tables for the local target (`LeafReader.arrow`), which also loads a
+    map not yet hot whole when it fits the cache."""
 
     load = True
 
-    def bind(self, leaf: Leaf) -> pa.Table:
-        return self.arrow(leaf)
+
+def relation_version(record: BatchRecord, leaf: Leaf) -> int:
+    """The version of a relation leaf: the table at the batch's end (`leaf.detail[0]`) or at
+    its start."""
+    after, to = record.ranges[leaf.name]
+    return to if leaf.detail[0] else after
 
 
 def _rows(snap) -> Optional[int]:
@@ -264,9 +267,8 @@ class FrameLeaves:
             return found if found is not None else \
                 self.spark.createDataFrame([], view.map_schema(leaf.name).struct())
         if leaf.kind == "rel":
-            after, to = self.record.ranges[leaf.name]
             return read_table(self.spark, ctx.store, view.table_path(leaf.name),
-                              to if leaf.detail[0] else after, view.columns_of(leaf.name))
+                              relation_version(self.record, leaf), view.columns_of(leaf.name))
         if leaf.name not in self._maps:
             schema = view.map_schema(leaf.name)
             snap = ctx.store.snapshot(view.map_path(leaf.name), self.record.map_versions[leaf.name])

@@ -56,9 +56,7 @@ class LocalTarget(ArrowTarget):
         self.leaves = ArrowLeaves(view, record, deltas, looked_up)
 
     def execute(self, phase: Phase) -> pa.Table:
-        sql = local_sql(self.view, phase, self.summed)
-        tables = {LEAF_PREFIX + name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
-        return self.view.ctx.local_engine.query(sql, tables)
+        return driver_phase_rows(self.view, phase, self.leaves, self.summed)
 
     def sum(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
         """As ArrowTarget.sum; pieces of DUCKDB_SUM_FROM_ROWS rows or more are summed by
@@ -75,6 +73,14 @@ class LocalTarget(ArrowTarget):
         # each column back to the map's type (a sum out of its range fails the cast, as
         # Arrow's sum does)
         return super().sum(view, name, [rows.cast(view.map_arrow_schema(name))])
+
+
+def driver_phase_rows(view, phase: Phase, leaves: LeafReader, summed: bool = False) -> pa.Table:
+    """The phase's packed rows from the driver's DuckDB, its leaves bound as Arrow
+    (`LeafReader.arrow`): the local target's phases, and a Spark batch's small ones
+    (SparkTarget.in_driver). Raises LOCAL_FAILURES."""
+    tables = {LEAF_PREFIX + name: leaves.arrow(leaf) for name, leaf in phase.leaves.items()}
+    return view.ctx.local_engine.query(local_sql(view, phase, summed), tables)
 
 
 # -- translations, once per view ------------------------------------------------------------

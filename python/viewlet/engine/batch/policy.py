@@ -47,7 +47,7 @@ from ..state.maps import held_maps
 from ..state.settings import (AUTO, DISTRIBUTED, LOCAL, MAX_ROWS_CONF, MEMORY_CONF, MIN_ROWS_CONF,
                               SPARK, Settings, size_text)
 from ..state.stats import MapLayout, snapshot_rows
-from .leaves import LeafReader
+from .leaves import LeafReader, relation_version
 from .local import failure_text, local_sql, local_window_sql, result_sql_local
 
 
@@ -214,8 +214,7 @@ def input_rows(view, plan, record: BatchRecord, deltas: Dict[str, pa.Table],
                 held_rows += rows
                 continue
             if leaf.kind == "rel":
-                after, to = record.ranges[leaf.name]
-                snap = store.snapshot(view.table_path(leaf.name), to if leaf.detail[0] else after)
+                snap = store.snapshot(view.table_path(leaf.name), relation_version(record, leaf))
             else:
                 snap = store.snapshot(view.map_path(leaf.name), record.map_versions[leaf.name])
             rows = snapshot_rows(snap)

@@ -13,13 +13,13 @@ from typing import Dict, Optional
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from ...plan.batch import LEAF_PREFIX, Phase
+from ...plan.batch import Phase
 from ...plan.lower import q
 from ...storage.arrow import plain_types
 from ..spark.io import frame_arrow
 from ..state.settings import SPARK
 from .leaves import LeafReader, SparkLeaves
-from .local import LOCAL_FAILURES, failure_text, local_sql
+from .local import LOCAL_FAILURES, driver_phase_rows, failure_text
 from .task_phase import local_master, run_in_task
 from .target import ArrowTarget
 
@@ -94,9 +94,7 @@ class SparkTarget(ArrowTarget):
             if rows > limit:
                 return None
         try:
-            tables = {LEAF_PREFIX + name: self.leaves.arrow(leaf)
-                      for name, leaf in phase.leaves.items()}
-            return self.view.ctx.local_engine.query(local_sql(self.view, phase), tables)
+            return driver_phase_rows(self.view, phase, self.leaves)
         except LOCAL_FAILURES as e:
             log.info("Viewlet: a phase of a Spark batch failed in the driver (%s); it runs on "
                      "Spark", failure_text(e))
