@@ -24,6 +24,12 @@ def sum_by_key(rows: pa.Table, keys: Sequence[str], values: Sequence[str],
     if rows.num_rows == 0:
         return rows
     summed, _ = _summed(rows, keys, values, rows.schema)
+    return without_zero_rows(summed, zero_columns)
+
+
+def without_zero_rows(summed: pa.Table, zero_columns: Sequence[str]) -> pa.Table:
+    """`summed` (one row per key) without the rows whose `zero_columns` are all 0 (none
+    dropped when `zero_columns` is empty)."""
     kept = None
     for c in zero_columns:
         test = pc.not_equal(summed.column(c), pa.scalar(0, summed.schema.field(c).type))

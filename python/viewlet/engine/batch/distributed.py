@@ -123,7 +123,8 @@ class DistributedTarget(Target):
         schema = view.map_schema(name)
         return sum_by_keys(union_all(pieces), schema.keys, schema.values)
 
-    def total(self, view, name: str, pieces: List[DataFrame]) -> DataFrame:
+    def total(self, view, name: str, pieces: List[DataFrame], carried=None) -> DataFrame:
+        # `carried` is not reused: a sum later phases read is a plan, the total is persisted
         if self.summed_already(name, pieces):
             return self.carried(view, name, pieces)     # written as staged: no shuffle
         total = self.sum(view, name, pieces).persist(StorageLevel.MEMORY_AND_DISK)

@@ -21,6 +21,7 @@ from ...plan.local import types as T
 from ...plan.local.translate import Translator
 from ...plan.local.types import NotLocal
 from ...plan.lower import q
+from ...storage.arrow import without_zero_rows
 from ..local.executor import LocalEngineError, quoted_name
 from ..state.settings import LOCAL
 from .leaves import ArrowLeaves, LeafReader, leaf_columns
@@ -60,19 +61,25 @@ class LocalTarget(ArrowTarget):
 
     def sum(self, view, name: str, pieces: List[pa.Table]) -> pa.Table:
         """As ArrowTarget.sum; pieces of DUCKDB_SUM_FROM_ROWS rows or more are summed by
-        DuckDB on every core first (Arrow's group-by runs on one), and Arrow then sums the
-        rows left."""
+        DuckDB on every core (Arrow's group-by runs on one)."""
         if sum(p.num_rows for p in pieces) < DUCKDB_SUM_FROM_ROWS:
             return super().sum(view, name, pieces)
         schema = view.map_schema(name)
-        keys = ", ".join(quoted_name(k) for k in schema.keys)
-        sums = ", ".join(f"SUM({quoted_name(c)}) AS {quoted_name(c)}" for c in schema.values)
-        sql = f"SELECT {keys + ', ' if keys else ''}{sums} FROM pieces" + \
-            (f" GROUP BY {keys}" if keys else "")
-        rows = self.view.ctx.local_engine.query(sql, {"pieces": pa.concat_tables(pieces)})
-        # each column back to the map's type (a sum out of its range fails the cast, as
-        # Arrow's sum does)
-        return super().sum(view, name, [rows.cast(view.map_arrow_schema(name))])
+        return duckdb_sum_by_key(view.ctx.local_engine, pa.concat_tables(pieces),
+                                 schema.keys, list(schema.values))
+
+
+def duckdb_sum_by_key(engine, rows: pa.Table, keys: List[str], values: List[str]) -> pa.Table:
+    """storage/arrow.py sum_by_key(rows, keys, values, values) run by DuckDB: one row per
+    key (NULL keys one group, as in Arrow), each value summed exactly (NULL as 0) and cast
+    back to its type (a sum out of its range fails the cast, as Arrow's sum does), keys
+    whose values all sum to 0 dropped."""
+    names = ", ".join(quoted_name(k) for k in keys)
+    sums = ", ".join(f"COALESCE(SUM({quoted_name(c)}), 0) AS {quoted_name(c)}" for c in values)
+    sql = f"SELECT {names + ', ' if names else ''}{sums} FROM pieces" + \
+        (f" GROUP BY {names}" if names else "")
+    summed = engine.query(sql, {"pieces": rows})
+    return without_zero_rows(summed.select(rows.schema.names).cast(rows.schema), values)
 
 
 def driver_phase_rows(view, phase: Phase, leaves: LeafReader, summed: bool = False) -> pa.Table:

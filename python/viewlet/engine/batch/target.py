@@ -89,9 +89,10 @@ class Target(ABC):
         """The pieces of map `name`'s delta as one row per key, rows whose values all sum
         to 0 dropped (a delta row that changes nothing)."""
 
-    def total(self, view, name: str, pieces: list):
-        """Map `name`'s delta for the whole batch."""
-        return self.carried(view, name, pieces)
+    def total(self, view, name: str, pieces: list, carried=None):
+        """Map `name`'s delta for the whole batch. `carried`: what later phases read of it,
+        when all of its pieces came from one trigger's phases (that sum is the total)."""
+        return carried if carried is not None else self.carried(view, name, pieces)
 
     def carried(self, view, name: str, pieces: list):
         """What later phases read of map `name`'s delta from a trigger: its pieces summed,
@@ -130,6 +131,7 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     clock = stats.add_seconds if timed else (lambda phase, seconds: None)
     pieces: Dict[str, list] = {}
     collected: Dict[tuple, list] = {}
+    triggers: Dict[str, set] = {}        # the (map, trigger) keys each map's pieces came from
     for phase in plan.phases:
         cancel.check()
         t0 = time.perf_counter()
@@ -141,6 +143,7 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
             for name, rows in phase_pieces.items():
                 key = (name, phase.relations[-1])     # a trigger may take several queries
                 collected.setdefault(key, []).extend(rows)
+                triggers.setdefault(name, set()).add(key)
                 target.leaves.pending[key] = target.carried(view, name, collected[key])
         for name, rows in phase_pieces.items():
             pieces.setdefault(name, []).extend(rows)
@@ -148,9 +151,16 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     stats.map_reads = target.leaves.reads
     stats.phases = len(plan.phases)
     t0 = time.perf_counter()
-    out = {name: target.total(view, name, rows) for name, rows in pieces.items()}
+    # a map one trigger wrote is summed once: what its later phases read is its total
+    out = {name: target.total(view, name, rows, carried=_only_carried(target, triggers.get(name)))
+           for name, rows in pieces.items()}
     clock("split", time.perf_counter() - t0)
     return out
+
+
+def _only_carried(target: Target, keys: Optional[set]):
+    """The carried sum of a map whose pieces all came from one (map, trigger) key."""
+    return target.leaves.pending[next(iter(keys))] if keys and len(keys) == 1 else None
 
 
 class ArrowTarget(Target):
