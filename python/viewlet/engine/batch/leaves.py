@@ -5,8 +5,9 @@ batch's start or end version, a map read whole, or a map read by lookup: only th
 holding the batch's key values, read on the driver once per batch (the batch's keys are
 spread over most files of a large map, so file skipping alone would leave most of the map
 to scan, once per reference). `LeafReader.arrow` hands the local target (and a Spark
-batch's phases run in the driver) Arrow tables, `SparkLeaves` the Spark target DataFrames (staged as Parquet files), `FrameLeaves` the
-distributed target DataFrames read by the executors.
+batch's phases run in the driver) Arrow tables, `SparkLeaves` the Spark target DataFrames
+(staged as Parquet files), `FrameLeaves` the distributed target DataFrames read by the
+executors.
 """
 from __future__ import annotations
 
@@ -191,7 +192,7 @@ class SparkLeaves(LeafReader):
             return None
         rows = self.matching(leaf)
         snap = self.restricted.get(leaf)
-        if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * (_rows(snap) or 0):
+        if snap is not None and rows.num_rows > KEEP_FILES_ABOVE * snapshot_rows(snap):
             # The batch touches most keys of the files read: Spark reads those files
             # rather than a staged copy of most of them.
             return None

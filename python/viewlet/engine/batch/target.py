@@ -131,7 +131,6 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     clock = stats.add_seconds if timed else (lambda phase, seconds: None)
     pieces: Dict[str, list] = {}
     collected: Dict[tuple, list] = {}
-    triggers: Dict[str, set] = {}        # the (map, trigger) keys each map's pieces came from
     for phase in plan.phases:
         cancel.check()
         t0 = time.perf_counter()
@@ -143,7 +142,6 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
             for name, rows in phase_pieces.items():
                 key = (name, phase.relations[-1])     # a trigger may take several queries
                 collected.setdefault(key, []).extend(rows)
-                triggers.setdefault(name, set()).add(key)
                 target.leaves.pending[key] = target.carried(view, name, collected[key])
         for name, rows in phase_pieces.items():
             pieces.setdefault(name, []).extend(rows)
@@ -152,15 +150,17 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     stats.phases = len(plan.phases)
     t0 = time.perf_counter()
     # a map one trigger wrote is summed once: what its later phases read is its total
-    out = {name: target.total(view, name, rows, carried=_only_carried(target, triggers.get(name)))
+    out = {name: target.total(view, name, rows, carried=_only_carried(target, collected, name))
            for name, rows in pieces.items()}
     clock("split", time.perf_counter() - t0)
     return out
 
 
-def _only_carried(target: Target, keys: Optional[set]):
-    """The carried sum of a map whose pieces all came from one (map, trigger) key."""
-    return target.leaves.pending[next(iter(keys))] if keys and len(keys) == 1 else None
+def _only_carried(target: Target, collected: Dict[tuple, list], name: str):
+    """The carried sum of map `name` when all of its pieces came from one (map, trigger)
+    key of `collected`, else None."""
+    keys = [key for key in collected if key[0] == name]
+    return target.leaves.pending[keys[0]] if len(keys) == 1 else None
 
 
 class ArrowTarget(Target):
