@@ -7,14 +7,19 @@
 # run in two streams side by side, each test JVM of its own (most tests wait on JVM start-up,
 # child processes and Delta commits as much as they compute):
 #   stream 1: main, seeds, restart
-#   stream 2: tpch, delta, spark, distributed, newest, delta-newest, installed, installed-lowest
+#   stream 2: killed, tpch, delta, spark, distributed, newest, delta-newest, installed,
+#             installed-lowest
 # (the two installed parts share ./build, so they run in one stream; the two ends' local Spark
 # Connect tests take turns on pyspark's fixed port through a lock, tests/connect)
 # The newest end's environments are set up in the background meanwhile.
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
 #                 the local target; it records the views it creates (the corpus below); the
-#                 hash-seed test runs once, in the seeds part
+#                 hash-seed test runs once, in the seeds part; the killed part's modules
+#                 run there
+#   killed        the main part's tests of refreshes killed mid-batch and of a batch larger
+#                 than the driver's heap (child drivers, minutes of them: in the other stream
+#                 so that the two streams take about as long)
 #   tpch          the TPC-H oracle, in a Spark driver of its own with Spark's default
 #                 memory (1g): CREATE and every REFRESH of every TPC-H view
 #   delta         tests/delta in a session with delta-spark 4.0.1 (its jar from Maven Central
@@ -76,6 +81,7 @@ ready() {   # ready END: wait for the setups; print END's; fail as it did
 TPCH=tests/spark/test_tpch_nested.py
 ORACLE=tests/spark/test_random_oracle.py
 SEEDS=tests/compiler/test_deterministic.py   # run by the seeds part, with main's corpus
+KILLED=(tests/ops/test_crash_safety.py tests/ops/test_scale_out.py)   # the killed part
 DISTRIBUTED_STARS="star_natural_full_qualified or star_using_right_left_side or star_in_union"
 LOW=(.venv/bin/python -m pytest)
 NEWEST=(.venv-newest/bin/python -m pytest)
@@ -100,12 +106,13 @@ skip() { echo 1 > "$LOGS/$1.rc"; echo "==== $1: not run ($2)"; }
 stream1() {
   run main env VIEWLET_RECORD_VIEWS="$CORPUS" VIEWLET_TEST_INTERPRETED=1 \
     "${LOW[@]}" tests integration --ignore="$TPCH" --ignore=tests/installed \
-    --ignore="$SEEDS" --durations=15 "$@"
+    --ignore="$SEEDS" "${KILLED[@]/#/--ignore=}" --durations=15 "$@"
   run seeds env VIEWLET_VIEW_CORPUS="$CORPUS" "${LOW[@]}" "$SEEDS" "$@"
   run restart env VIEWLET_TEST_RESTART=1 VIEWLET_TEST_SUBSET=restart "${LOW[@]}" tests/spark "$@"
 }
 
 stream2() {
+  run killed env VIEWLET_TEST_INTERPRETED=1 "${LOW[@]}" "${KILLED[@]}" "$@"
   run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
   run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
   run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
@@ -138,7 +145,7 @@ stream1 "$@"
 wait "$STREAM2"
 
 failed=()
-for name in main seeds delta-newest installed installed-lowest tpch delta spark distributed \
+for name in main killed seeds delta-newest installed installed-lowest tpch delta spark distributed \
     restart newest; do
   [ "$(cat "$LOGS/$name.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
 done

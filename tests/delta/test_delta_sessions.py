@@ -153,7 +153,7 @@ def test_catalog_tables_changed_by_delta_spark_dml_are_maintained_exactly(spark,
                   f"AS {VIEWS[view]}")
     try:
         deletion_vectors_seen = False
-        for i in range(4):
+        for i in range(3):
             if i:
                 work.batch()
                 for view in views:
@@ -287,7 +287,9 @@ def test_a_fresh_driver_configured_in_the_other_order_then_viewlet_sql_with_delt
     spark-sql shell with both extensions, Delta's jar from Viewlet's own coordinates): it
     finds the first driver's view in the (in-memory) catalog again, and a catalog table made
     and changed with Delta's SQL becomes a view's base table, in SHOW TABLES with Delta's
-    history. One driver each: a JVM's session settings are fixed at its start."""
+    history. One driver each: a JVM's session settings are fixed at its start. Both keep
+    delta-spark's table state in 2 partitions, as the suite's session does (its default, 50
+    tasks per snapshot, costs seconds per statement on tables of a few rows)."""
     first = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
@@ -295,6 +297,7 @@ def test_a_fresh_driver_configured_in_the_other_order_then_viewlet_sql_with_delt
         from delta.pip_utils import configure_spark_with_delta_pip
         import viewlet
         b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
+            .config("spark.databricks.delta.snapshotPartitions", "2") \\
             .config("spark.sql.warehouse.dir", {str(tmp_path / 'sw')!r}) \\
             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension") \\
             .config("spark.sql.catalog.spark_catalog",
@@ -346,6 +349,7 @@ def test_a_fresh_driver_configured_in_the_other_order_then_viewlet_sql_with_delt
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     res = subprocess.run([sys.executable, "-m", "viewlet", "sql", "--delta", "--warehouse",
                           str(tmp_path / "wh"), "-S", "--conf", "spark.ui.enabled=false",
+                          "--conf", "spark.databricks.delta.snapshotPartitions=2",
                           "--driver-memory", "1g", "-e", ";\n".join(statements)],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
