@@ -15,8 +15,8 @@
 #   main          the whole suite on the pinned environment (.venv: pyspark 4.0.1 with
 #                 delta-spark 4.0.1, the lowest end of the supported range), every batch on
 #                 the local target; it records the views it creates (the corpus below); the
-#                 hash-seed test runs once, in the seeds part; the killed part's modules
-#                 run there
+#                 hash-seed test runs once, in the seeds part, and two tests/ops modules
+#                 in the killed part
 #   killed        the main part's tests of refreshes killed mid-batch and of a batch larger
 #                 than the driver's heap (child drivers, minutes of them: in the other stream
 #                 so that the two streams take about as long)
@@ -108,7 +108,7 @@ stream1() {
 }
 
 stream2() {
-  run killed env VIEWLET_TEST_INTERPRETED=1 "${LOW[@]}" "${KILLED[@]}" "$@"
+  run killed "${LOW[@]}" "${KILLED[@]}" "$@"     # child drivers only: no session of its own
   run tpch env VIEWLET_TEST_DRIVER_MEMORY=default "${LOW[@]}" "$TPCH" "$@"
   run delta env VIEWLET_TEST_DELTA_SPARK=1 "${LOW[@]}" tests/delta "$@"
   run spark env VIEWLET_TEST_ENGINE=spark VIEWLET_TEST_DRIVER_MEMORY=default \
