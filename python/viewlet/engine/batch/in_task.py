@@ -1,9 +1,11 @@
-"""What one Spark task runs for a phase of the Spark target (batch/task_phase.py): the
-phase's DuckDB query (the local target's translation) over its leaves, which reach the task
-as a broadcast of Arrow streams (rows the driver held), local Parquet files (read here) and
-the task's input, one packed Arrow stream (files Spark read). The module imports only the
-standard library, pyarrow and DuckDB: it is shipped to the executors by value, so they need
-DuckDB and pyarrow, not Viewlet itself.
+"""What one Spark task runs for the Spark target (batch/task_phase.py): a batch's phases, in
+order, each the local target's DuckDB query over its leaves. The leaves reach the task as a
+broadcast of Arrow streams (rows the driver held), local Parquet files (read here) and the
+task's input, one packed Arrow stream (files Spark read); each is an input table, and a
+phase's leaf tables are views over them. What later phases read of an earlier phase's map
+deltas (its `pending` leaves) is summed here, from that phase's rows, by statements the
+driver wrote. The module imports only the standard library, pyarrow and DuckDB: it is
+shipped to the executors by value, so they need DuckDB and pyarrow, not Viewlet itself.
 """
 from __future__ import annotations
 
@@ -17,18 +19,24 @@ from typing import Any, Iterator, Optional, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: the packed stream's column naming the leaf of each row (-1: the marker row every stream
-#: holds, so that the task runs even when every leaf is empty)
+#: the packed stream's column naming the input table of each row (-1: the marker row every
+#: stream holds, so that the task runs even when every input is empty)
 LEAF = "__viewlet_leaf"
-#: the result's column carrying why the task could not compute the phase (one row, every
-#: other column NULL); the driver then runs the phase as Spark SQL
+#: the task's result: rows of phase PHASE as one Arrow IPC stream per CHUNK (a phase's
+#: packed columns differ from another's); or one row whose ERROR says why the task could
+#: not compute the batch, and the driver runs its phases another way
+PHASE = "__viewlet_phase"
+CHUNK = "__viewlet_chunk"
 ERROR = "__viewlet_error"
+RESULT = pa.schema([(PHASE, pa.int32()), (CHUNK, pa.binary()), (ERROR, pa.string())])
+#: rows of a phase's result per chunk
+CHUNK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
 class LeafLayout:
-    """Where leaf `table` (the name the query reads) sits in the packed stream: rows tagged
-    `tag`, its column `name` in packed column `slot`, cast to `type` (the plan's)."""
+    """Where input `table` sits in the packed stream: rows tagged `tag`, its column `name`
+    in packed column `slot`, cast to `type` (the plan's)."""
     table: str
     tag: int
     columns: Tuple[Tuple[str, str, pa.DataType], ...]     # (name, slot, type)
@@ -36,7 +44,7 @@ class LeafLayout:
 
 @dataclass(frozen=True)
 class FileLeaf:
-    """Leaf `table` as local Parquet files the task reads itself (the executors share the
+    """Input `table` as local Parquet files the task reads itself (the executors share the
     driver's file system: a local master): its columns cast to the plan's types."""
     table: str
     paths: Tuple[str, ...]
@@ -44,38 +52,62 @@ class FileLeaf:
 
 
 @dataclass(frozen=True)
+class PhaseStep:
+    """One phase as the task runs it: `views` make its leaf tables (DuckDB statements over
+    the input tables and earlier phases' sums), `sql` computes its packed rows (cast to
+    `result`), registered as table `rows_table` for `sums`, the statements summing what
+    later phases read of its map deltas."""
+    views: Tuple[str, ...]
+    sql: str
+    result: pa.Schema
+    rows_table: str
+    sums: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TaskQuery:
-    """One phase as the task runs it."""
-    sql: str                          # DuckDB SQL reading the leaves by table name
-    leaves: Tuple[LeafLayout, ...]    # the leaves in the packed stream
-    files: Tuple[FileLeaf, ...]       # the leaves read from local files
+    """A batch's phases as the task runs them."""
+    steps: Tuple[PhaseStep, ...]
+    leaves: Tuple[LeafLayout, ...]    # the input tables in the packed stream
+    files: Tuple[FileLeaf, ...]       # the input tables read from local files
     shipped: Optional[Any]            # a Spark broadcast: {table: Arrow IPC stream} of the
-    #                                   leaves the driver held (None: none)
-    result: pa.Schema                 # the packed result's columns, ERROR excluded
+    #                                   inputs the driver held (None: none)
     threads: int                      # DuckDB's threads (0: the machine's cores)
     memory_limit: Optional[int]       # bytes DuckDB may use before it spills (None: default)
 
 
 def run(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow's function: the phase's rows, or one ERROR row."""
-    out = pa.schema(list(query.result) + [pa.field(ERROR, pa.string())])
+    """mapInArrow's function: each phase's rows in chunks, or (at the end) one ERROR row."""
     try:
-        rows = _compute(query, batches)
+        for index, rows in _compute(query, batches):
+            for chunk in rows.to_batches(max_chunksize=CHUNK_ROWS) or [rows.schema.empty_table()]:
+                yield _result_row(index, ipc_stream(chunk), None)
     except Exception as e:               # noqa: BLE001 - reported to the driver, which reruns
-        text = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(1, f.type) for f in query.result] + [pa.array([text], pa.string())],
-            schema=out)
-        return
-    rows = rows.append_column(pa.field(ERROR, pa.string()), pa.nulls(rows.num_rows, pa.string()))
-    for batch in rows.to_batches():
-        yield batch
+        yield _result_row(None, None, f"{type(e).__name__}: "
+                                      f"{str(e).splitlines()[0] if str(e) else ''}")
 
 
-def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> pa.Table:
-    """The query over the leaves, each a DuckDB table the stream's batches are appended to
-    as they come: DuckDB holds them within its memory limit and spills the rest, where a
-    list of the batches would hold the whole input in the task's memory."""
+def _result_row(phase: Optional[int], chunk: Optional[bytes], error: Optional[str]
+                ) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([phase], pa.int32()),
+                                       pa.array([chunk], pa.binary()),
+                                       pa.array([error], pa.string())], schema=RESULT)
+
+
+def ipc_stream(rows) -> bytes:
+    """`rows` (a table or a record batch) as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write(rows)
+    return sink.getvalue().to_pybytes()
+
+
+def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]
+             ) -> Iterator[Tuple[int, pa.Table]]:
+    """(index, packed rows) of each phase, in order. The input tables are DuckDB tables the
+    stream's batches are appended to as they come: DuckDB holds them within its memory limit
+    and spills the rest, where a list of the batches would hold the whole input in the
+    task's memory."""
     import duckdb      # on the executor: its absence is reported as the task's error
     spill = tempfile.mkdtemp(prefix="viewlet-task-duckdb-")
     config = {"threads": query.threads or max(1, os.cpu_count() or 1),
@@ -99,17 +131,25 @@ def _compute(query: TaskQuery, batches: Iterator[pa.RecordBatch]) -> pa.Table:
                 mine = pc.equal(tags, tag)
                 one = batch if pc.all(mine).as_py() else batch.filter(mine)
                 _append(db, by_tag[tag], _leaf_rows(one, by_tag[tag]))
-        with warnings.catch_warnings():
-            # execute() is still the quicker call for a long query (local/executor.py);
-            # its Arrow result costs a copy, it warns. In here: the module ships by value,
-            # its top level does not run on the executors
-            warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
-            result = db.execute(query.sql).to_arrow_table()
+        for index, step in enumerate(query.steps):
+            for statement in step.views:
+                db.execute(statement)
+            with warnings.catch_warnings():
+                # execute() is still the quicker call for a long query (local/executor.py);
+                # its Arrow result costs a copy, it warns. In here: the module ships by
+                # value, its top level does not run on the executors
+                warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+                result = db.execute(step.sql).to_arrow_table()
+            rows = pa.table([result.column(f.name).cast(f.type) for f in step.result],
+                            schema=step.result)
+            if step.sums:
+                db.register(step.rows_table, rows)
+                for statement in step.sums:
+                    db.execute(statement)
+            yield index, rows
     finally:
         db.close()
         shutil.rmtree(spill, ignore_errors=True)
-    return pa.table([result.column(f.name).cast(f.type) for f in query.result],
-                    schema=query.result)
 
 
 def _append(db, leaf: LeafLayout, rows: pa.Table, create: bool = False) -> None:

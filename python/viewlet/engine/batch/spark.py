@@ -1,6 +1,7 @@
 """The Spark target: the batch plan's Spark text over DataFrames (the batch's own rows staged
 as Parquet files), in a clone of the user's session with adaptive execution off; each
-phase's packed rows are collected to the driver as Arrow. Under auto, a phase reading no
+phase's packed rows are collected to the driver as Arrow. By default the phases run as the
+local target's DuckDB queries in one Spark task (batch/task_phase.py). Under auto, a phase reading no
 more rows than the local target is given (spark.viewlet.local.maxInputRows) runs in the
 driver's DuckDB instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark,
 for every part of the engine that sums a DataFrame of map rows.
@@ -67,16 +68,32 @@ class SparkTarget(ArrowTarget):
         self.leaves = SparkLeaves(view, record, deltas, self.scratch, self.spark, looked_up)
         self.small_in_driver = small_in_driver
         self.driver_phases = 0
+        self.computed: Dict[int, pa.Table] = {}     # id(phase) -> its rows, from `begin`
+
+    def begin(self, phases) -> None:
+        """A batch of several phases runs in one task, one Spark job (batch/task_phase.py),
+        when each phase may (`task_fits`), unless small phases run in the driver; a batch
+        the task cannot compute runs phase by phase."""
+        if len(phases) < 2 or self.small_in_driver or not self.task_fits():
+            return
+        rows = run_in_task(self.view, self.spark, phases, self.leaves)
+        if rows is not None:
+            self.computed = {id(phase): r for phase, r in zip(phases, rows)}
 
     def execute(self, phase: Phase) -> pa.Table:
+        rows = self.computed.pop(id(phase), None)
+        if rows is not None:
+            return plain_types(rows)
         rows = self.in_driver(phase) if self.small_in_driver else None
         if rows is not None:
             self.driver_phases += 1
             return rows
-        if self.in_task(phase):
-            rows = run_in_task(self.view, self.spark, phase, self.leaves)
+        if len(phase.leaves) >= 2 and self.task_fits():
+            # Spark's plan of a one-leaf phase is one job already, and quicker than a
+            # Python task (TPC-H Q1)
+            rows = run_in_task(self.view, self.spark, [phase], self.leaves)
             if rows is not None:
-                return plain_types(rows)
+                return plain_types(rows[0])
         frames = {name: self.leaves.bind(leaf) for name, leaf in phase.leaves.items()}
         return frame_arrow(self.spark.sql(phase.spark_text, **frames))
 
@@ -101,15 +118,14 @@ class SparkTarget(ArrowTarget):
             self.small_in_driver = False
             return None
 
-    def in_task(self, phase: Phase) -> bool:
-        """Whether the phase runs in one task (batch/task_phase.py): it joins leaves (Spark's
-        plan of a one-leaf phase is one job already, and quicker than a Python task: TPC-H
-        Q1), and one machine's DuckDB can take the batch: a local master's (its task's
-        DuckDB uses every core Spark's plan would), or a batch reading no more rows than
-        the driver's DuckDB is given (spark.viewlet.local.maxInputRows; a larger one keeps
-        Spark's plan, spread over the executors)."""
+    def task_fits(self) -> bool:
+        """Whether the batch's phases may run in a task (batch/task_phase.py): the local
+        target's engine is DuckDB and one machine's DuckDB can take the batch: a local
+        master's (its task's DuckDB uses every core Spark's plan would), or a batch reading
+        no more rows than the driver's DuckDB is given (spark.viewlet.local.maxInputRows;
+        a larger one keeps Spark's plan, spread over the executors)."""
         settings = self.view.settings
-        if settings.phase_engine != "duckdb" or len(phase.leaves) < 2:
+        if settings.phase_engine != "duckdb":
             return False
         return local_master(self.spark) or \
             (self.input_rows or 0) <= settings.max_input_rows

@@ -76,6 +76,10 @@ class Target(ABC):
     summed = False            # blocks summed by key in the phase's query (a map load)
     unsummed: set = frozenset()   # ... maps whose rows may still repeat a key (note_summed)
 
+    def begin(self, phases: List[Phase]) -> None:
+        """Before the batch's phases run one by one (`execute`): a target may compute
+        several of them at once."""
+
     @abstractmethod
     def execute(self, phase: Phase):
         """The phase's packed rows: its blocks' rows, tagged by block (TAG)."""
@@ -131,6 +135,9 @@ def run_phases(view, plan, target: Target, stats: BatchStats, timed: bool = True
     clock = stats.add_seconds if timed else (lambda phase, seconds: None)
     pieces: Dict[str, list] = {}
     collected: Dict[tuple, list] = {}
+    t0 = time.perf_counter()
+    target.begin(plan.phases)
+    clock("compute", time.perf_counter() - t0)
     for phase in plan.phases:
         cancel.check()
         t0 = time.perf_counter()

@@ -1,37 +1,42 @@
-"""A phase of the Spark target in one Spark job: one task runs the local target's DuckDB
-query over the phase's leaves (batch/in_task.py). Rows the driver holds (the batch's changes,
-earlier phases' deltas, the rows lookups kept) reach it as one broadcast of Arrow streams;
-leaves held in files (relations, whole maps, most of a map's files) it reads itself when they
-are plain local Parquet files and the master is local, and otherwise (an object store,
-deletion vectors, partition columns) Spark reads them into one packed stream, the task's
-input.
+"""The Spark target's phases in one Spark job: one task runs the local target's DuckDB
+queries of a batch's phases, in order (batch/in_task.py), and sums what later phases read of
+earlier phases' map deltas itself, so a batch of several phases is one job, not one per
+phase. Rows the driver holds (the batch's changes, earlier phases' deltas, the rows lookups
+kept) reach it as one broadcast of Arrow streams; leaves held in files (relations, whole
+maps, most of a map's files) it reads itself when they are plain local Parquet files and the
+master is local, and otherwise (an object store, deletion vectors, partition columns) Spark
+reads them into one packed stream, the task's input. A leaf that several phases read is
+sent once.
 
 Spark's own plan of a phase ran a job per broadcast and re-evaluated shared subqueries
 wherever they were referenced: a TPC-H Q20 batch at SF 0.1 took 41 jobs. A phase without an
-exact DuckDB translation, or whose task fails (an overflow, a division by zero under ANSI
-mode, executors without DuckDB), runs as Spark SQL, which gives Spark's own result or error;
-executors without DuckDB are remembered for the Spark application.
+exact DuckDB translation, or a task that fails (an overflow, a division by zero under ANSI
+mode, executors without DuckDB), runs another way (batch/spark.py: phase by phase, then as
+Spark SQL, which gives Spark's own result or error); executors without DuckDB are
+remembered for the Spark application.
 """
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from ...plan.batch import LEAF_PREFIX, TAG, Leaf, Phase
+from ...plan.local import types as T
 from ...plan.local.types import NotLocal
 from ...plan.lower import q
 from ..runtime import cancel
-from ..spark.io import arrow_schema, snapshot_frame
+from ..spark.io import arrow_schema, snapshot_frame, spark_schema
 from ..state.settings import parse_bytes
 from . import in_task
-from .in_task import ERROR, LEAF, FileLeaf, LeafLayout, TaskQuery
+from .in_task import CHUNK, ERROR, LEAF, PHASE, FileLeaf, LeafLayout, PhaseStep, TaskQuery
 from .leaves import SparkLeaves, leaf_columns, typed_rows
 from .local import local_sql
+from .target import member_columns, sharing_rows
 
 log = logging.getLogger("viewlet")
 
@@ -54,26 +59,26 @@ def _ship_by_value() -> None:
 _ship_by_value()
 
 
-def run_in_task(view, spark: SparkSession, phase: Phase,
-                leaves: SparkLeaves) -> Optional[pa.Table]:
-    """The phase's packed rows computed in one task, or None when it must run as Spark SQL
-    (said in the log)."""
+def run_in_task(view, spark: SparkSession, phases: Sequence[Phase],
+                leaves: SparkLeaves) -> Optional[List[pa.Table]]:
+    """The packed rows of each of `phases` (a batch's, in order, or some of them) computed
+    in one task, or None when they must run another way (said in the log)."""
     app = spark.sparkContext.applicationId
     if app in _UNABLE:
         return None
     try:
-        sql = local_sql(view, phase)
+        sqls = [local_sql(view, phase) for phase in phases]
     except NotLocal:
         return None
-    shipped, files, streamed = _inputs(view, spark, phase, leaves)
-    packed, layouts = _packed_leaves(view, spark, {n: leaf for n, (leaf, _) in streamed.items()},
-                                     {n: frame for n, (_, frame) in streamed.items()})
+    steps, inputs = _steps(view, phases, sqls)
+    shipped, files, streamed = _inputs(view, spark, inputs, leaves)
+    packed, layouts = _packed_leaves(view, spark, streamed)
     payload = spark.sparkContext.broadcast(shipped) if shipped else None
-    query = TaskQuery(sql, tuple(layouts), tuple(files), payload, _result_schema(phase),
-                      _threads(spark), _memory(view, spark))
-    out = StructType(_result_fields(phase) + [StructField(ERROR, StringType())])
+    query = TaskQuery(tuple(steps), tuple(layouts), tuple(files), payload, _threads(spark),
+                      _memory(view, spark))
     try:
-        rows = packed.coalesce(1).mapInArrow(functools.partial(in_task.run, query), out).toArrow()
+        rows = packed.coalesce(1).mapInArrow(functools.partial(in_task.run, query),
+                                             spark_schema(in_task.RESULT)).toArrow()
     except Exception as e:            # noqa: BLE001 - a failed job: Spark SQL gives the answer
         cancel.check()
         _failed(app, _missing_module(str(e)) or (str(e).splitlines() or [type(e).__name__])[0])
@@ -85,37 +90,111 @@ def run_in_task(view, spark: SparkSession, phase: Phase,
     if len(errors):
         _failed(app, errors[0].as_py())
         return None
-    return rows.drop_columns([ERROR])
+    return _phase_rows(rows, [step.result for step in steps])
 
 
-def _inputs(view, spark: SparkSession, phase: Phase, leaves: SparkLeaves
+def _phase_rows(rows: pa.Table, schemas: List[pa.Schema]) -> List[pa.Table]:
+    """Each phase's packed rows, read from the task's chunks (in the order it wrote them)."""
+    chunks: List[List[pa.Table]] = [[] for _ in schemas]
+    for phase, chunk in zip(rows.column(PHASE).to_pylist(), rows.column(CHUNK).to_pylist()):
+        chunks[phase].append(pa.ipc.open_stream(pa.py_buffer(chunk)).read_all())
+    return [pa.concat_tables(parts) if parts else schema.empty_table()
+            for parts, schema in zip(chunks, schemas)]
+
+
+def _steps(view, phases: Sequence[Phase], sqls: Sequence[str]
+           ) -> Tuple[List[PhaseStep], Dict[Leaf, str]]:
+    """The phases as the task runs them, and the input tables they read ({leaf: table}, a
+    leaf that several phases read once). A `pending` leaf that an earlier phase of the task
+    wrote reads the task's sum of it (as run_phases carries it on the driver: every piece the
+    trigger's phases wrote of the map so far); the others are inputs."""
+    wanted = {_pending_key(leaf) for phase in phases for leaf in phase.leaves.values()
+              if leaf.kind == "pending"}
+    inputs: Dict[Leaf, str] = {}
+    pieces: Dict[Tuple[str, str], List[str]] = {}    # (map, trigger) -> SELECTs of its rows
+    summed: Dict[Tuple[str, str], str] = {}          # ... -> the table of their sum
+    steps = []
+    for index, (phase, sql) in enumerate(zip(phases, sqls)):
+        views = []
+        for name, leaf in phase.leaves.items():
+            source = summed.get(_pending_key(leaf)) if leaf.kind == "pending" else None
+            if source is None:
+                source = inputs.setdefault(leaf, f"__viewlet_in{len(inputs)}")
+            views.append(f"CREATE OR REPLACE VIEW {_dq(LEAF_PREFIX + name)} AS "
+                         f"SELECT * FROM {_dq(source)}")
+        rows_table, sums = f"__viewlet_rows{index}", []
+        for target, selects in _map_rows(view, phase, rows_table).items():
+            key = (target, phase.relations[-1])      # as run_phases keys what it carries
+            pieces.setdefault(key, []).extend(selects)
+            if key in wanted and index < len(phases) - 1:
+                summed[key] = f"__viewlet_sum{len(summed)}_{index}"
+                sums.append(f"CREATE TABLE {_dq(summed[key])} AS "
+                            f"{_sum_sql(view, target, pieces[key])}")
+        steps.append(PhaseStep(tuple(views), sql, _result_schema(phase), rows_table,
+                               tuple(sums)))
+    return steps, inputs
+
+
+def _pending_key(leaf: Leaf) -> Tuple[str, str]:
+    """The (map, trigger) whose delta a `pending` leaf reads (LeafReader.pending_rows)."""
+    return leaf.name, leaf.detail[0]
+
+
+def _map_rows(view, phase: Phase, rows_table: str) -> Dict[str, List[str]]:
+    """Per map the phase writes, DuckDB SELECTs of its rows in the phase's packed rows
+    (table `rows_table`) as map rows, typed as the map (ArrowTarget.split in SQL)."""
+    out: Dict[str, List[str]] = {}
+    for block in phase.blocks:
+        for members in sharing_rows(block):
+            keys, values = member_columns(view, block, members)
+            columns = [f"CAST({_dq(s.packed) if s.packed is not None else 'NULL'} AS "
+                       f"{T.parse(s.type).duck_sql()}) AS {_dq(s.column)}"
+                       for s in keys + values]
+            out.setdefault(members[0].target, []).append(
+                f"SELECT {', '.join(columns)} FROM {_dq(rows_table)} "
+                f"WHERE {_dq(TAG)} = {int(block.tag)}")
+    return out
+
+
+def _sum_sql(view, target: str, selects: List[str]) -> str:
+    """Map `target`'s rows of `selects` summed by its keys, NULL counting as 0, keys whose
+    values all sum to 0 dropped (storage/arrow.sum_by_key)."""
+    schema = view.map_schema(target)
+    keys = ", ".join(_dq(k) for k in schema.keys)
+    sums = ", ".join(f"CAST(COALESCE(SUM({_dq(c)}), 0) AS {T.parse(t).duck_sql()}) AS {_dq(c)}"
+                     for c, t in schema.values.items())
+    nonzero = " OR ".join(f"{_dq(c)} <> 0" for c in schema.values)
+    body = " UNION ALL ".join(selects)
+    grouped = (f"SELECT {keys + ', ' if keys else ''}{sums} FROM ({body}) AS pieces"
+               + (f" GROUP BY {keys}" if keys else ""))
+    return f"SELECT * FROM ({grouped}) AS sums WHERE {nonzero}"
+
+
+def _dq(name: str) -> str:
+    """A DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _inputs(view, spark: SparkSession, inputs: Dict[Leaf, str], leaves: SparkLeaves
             ) -> Tuple[Dict[str, bytes], List[FileLeaf], Dict[str, Tuple[Leaf, DataFrame]]]:
-    """How each leaf reaches the task: ({table: Arrow stream} of the rows the driver holds,
-    [FileLeaf] of the local files the task reads, {leaf name: (leaf, DataFrame)} of the
+    """How each input table reaches the task: ({table: Arrow stream} of the rows the driver
+    holds, [FileLeaf] of the local files the task reads, {table: (leaf, DataFrame)} of the
     files Spark reads)."""
     shipped, files, streamed = {}, [], {}
     local = local_master(spark)
-    for name, leaf in phase.leaves.items():
+    for leaf, table in inputs.items():
         rows = leaves.held(leaf)
         if rows is not None:
-            shipped[LEAF_PREFIX + name] = _stream(typed_rows(view, leaf, rows))
+            shipped[table] = in_task.ipc_stream(typed_rows(view, leaf, rows))
             continue
         snap, columns = leaves.files_of(leaf)
         paths = view.ctx.store.local_parquet(snap) if local else None
         if paths is None:
-            streamed[name] = (leaf, snapshot_frame(spark, snap, columns))
+            streamed[table] = (leaf, snapshot_frame(spark, snap, columns))
         else:
-            files.append(FileLeaf(LEAF_PREFIX + name, tuple(paths),
+            files.append(FileLeaf(table, tuple(paths),
                                   tuple((c, t.arrow()) for c, t in leaf_columns(view, leaf))))
     return shipped, files, streamed
-
-
-def _stream(rows: pa.Table) -> bytes:
-    """`rows` as an Arrow IPC stream."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return sink.getvalue().to_pybytes()
 
 
 def _failed(app: str, reason: str) -> None:
@@ -135,16 +214,16 @@ def _missing_module(text: str) -> Optional[str]:
     return next((line.strip() for line in text.splitlines() if "No module named" in line), None)
 
 
-def _packed_leaves(view, spark: SparkSession, leaves: Dict[str, Leaf],
-                   frames: Dict[str, DataFrame]) -> Tuple[DataFrame, List[LeafLayout]]:
-    """The rows of `leaves` (read as `frames`) in one DataFrame: LEAF tags each row's leaf, and a leaf's n-th column
-    of a Spark type sits in that type's n-th packed column (the width is what the widest
-    leaf needs of each type). One marker row (LEAF -1) makes the task run when every leaf
-    is empty."""
-    typed = {name: leaf_columns(view, leaf) for name, leaf in leaves.items()}
+def _packed_leaves(view, spark: SparkSession, streamed: Dict[str, Tuple[Leaf, DataFrame]]
+                   ) -> Tuple[DataFrame, List[LeafLayout]]:
+    """The rows of the input tables Spark reads (`streamed`: {table: (leaf, DataFrame)}) in
+    one DataFrame: LEAF tags each row's table, and a table's n-th column of a Spark type
+    sits in that type's n-th packed column (the width is what the widest table needs of
+    each type). One marker row (LEAF -1) makes the task run when every input is empty."""
+    typed = {table: leaf_columns(view, leaf) for table, (leaf, _) in streamed.items()}
     slots: Dict[str, List[str]] = {}           # Spark type -> its packed columns
-    layouts, placed = [], []
-    for tag, (name, columns) in enumerate(sorted(typed.items())):
+    layouts, placed, frames = [], [], {}
+    for tag, (table, columns) in enumerate(sorted(typed.items())):
         used: Dict[str, int] = {}
         cols = []
         for column, type_ in columns:
@@ -155,8 +234,9 @@ def _packed_leaves(view, spark: SparkSession, leaves: Dict[str, Leaf],
             if n == len(names):
                 names.append(f"s{list(slots).index(spark_type)}_{n}")
             cols.append((column, names[n], type_.arrow()))
-        layouts.append(LeafLayout(LEAF_PREFIX + name, tag, tuple(cols)))
-        placed.append((name, tag, cols))
+        layouts.append(LeafLayout(table, tag, tuple(cols)))
+        placed.append((f"t{tag}", tag, cols))
+        frames[f"t{tag}"] = streamed[table][1]
     types = {slot: t for t, names in slots.items() for slot in names}
     selects = [_packed(f"{{{name}}}", tag, {slot: column for column, slot, _ in cols}, types)
                for name, tag, cols in placed]
