@@ -96,8 +96,8 @@ def run_in_task(view, spark: SparkSession, phases: Sequence[Phase],
 def _phase_rows(rows: pa.Table, schemas: List[pa.Schema]) -> List[pa.Table]:
     """Each phase's packed rows, read from the task's chunks (in the order it wrote them)."""
     chunks: List[List[pa.Table]] = [[] for _ in schemas]
-    for phase, chunk in zip(rows.column(PHASE).to_pylist(), rows.column(CHUNK).to_pylist()):
-        chunks[phase].append(pa.ipc.open_stream(pa.py_buffer(chunk)).read_all())
+    for phase, chunk in zip(rows.column(PHASE).to_pylist(), rows.column(CHUNK)):
+        chunks[phase].append(pa.ipc.open_stream(chunk.as_buffer()).read_all())   # no copy
     return [pa.concat_tables(parts) if parts else schema.empty_table()
             for parts, schema in zip(chunks, schemas)]
 
@@ -127,7 +127,7 @@ def _steps(view, phases: Sequence[Phase], sqls: Sequence[str]
             key = (target, phase.relations[-1])      # as run_phases keys what it carries
             pieces.setdefault(key, []).extend(selects)
             if key in wanted and index < len(phases) - 1:
-                summed[key] = f"__viewlet_sum{len(summed)}_{index}"
+                summed[key] = f"__viewlet_sum{index}_{len(sums)}"
                 sums.append(f"CREATE TABLE {_dq(summed[key])} AS "
                             f"{_sum_sql(view, target, pieces[key])}")
         steps.append(PhaseStep(tuple(views), sql, _result_schema(phase), rows_table,
@@ -206,7 +206,8 @@ def _failed(app: str, reason: str) -> None:
                     "task (%s); they run as Spark SQL from now on. Install pyarrow and duckdb "
                     "for the executors' Python (PYSPARK_PYTHON) to run them in one job.", reason)
     else:
-        log.info("Viewlet: a phase's task stopped (%s); running it as Spark SQL", reason)
+        log.info("Viewlet: the Spark target's task stopped (%s); its phases run "
+                 "another way (one by one, or as Spark SQL)", reason)
 
 
 def _missing_module(text: str) -> Optional[str]:
