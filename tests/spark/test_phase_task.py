@@ -35,7 +35,7 @@ def test_a_spark_batch_of_several_phases_runs_in_one_job(spark, vl, tmp_path):
     for name, query, tables in (("pt_joined", JOINED, "rst"), ("pt_nested", NESTED, "r")):
         spark.sql(f"CREATE INCREMENTAL VIEW {name} WITH (engine = 'spark') AS {query}")
         try:
-            batches = _batches(vl, work, name, query, spark, 3, tables, every=True)
+            batches = _batches(vl, work, name, query, spark, 2, tables, every=True)
             for stats in batches:
                 assert stats["engine"] == "spark"
                 # one job for the phases, one for the result rows of the touched groups
@@ -57,7 +57,7 @@ def test_phases_run_one_task_each_when_the_batch_cannot_run_in_one(spark, vl, tm
     work = registered_workload(spark, str(tmp_path), seed=34, rows=30)
     spark.sql(f"CREATE INCREMENTAL VIEW pt_phased WITH (engine = 'spark') AS {JOINED}")
     try:
-        for stats in _batches(vl, work, "pt_phased", JOINED, spark, 2, every=True):
+        for stats in _batches(vl, work, "pt_phased", JOINED, spark, 1, every=True):
             # a job per phase, and one for the result rows of the touched groups
             assert 2 <= stats["phases"] <= stats["spark_jobs"] <= stats["phases"] + 1, stats
     finally:

@@ -1,9 +1,9 @@
 """The Spark target: the batch plan's Spark text over DataFrames (the batch's own rows staged
 as Parquet files), in a clone of the user's session with adaptive execution off; each
 phase's packed rows are collected to the driver as Arrow. By default the phases run as the
-local target's DuckDB queries in one Spark task (batch/task_phase.py). Under auto, a phase reading no
-more rows than the local target is given (spark.viewlet.local.maxInputRows) runs in the
-driver's DuckDB instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark,
+local target's DuckDB queries in one Spark task (batch/task_phase.py). Under auto, a phase
+reading no more rows than the local target is given (spark.viewlet.local.maxInputRows) runs
+in the driver's DuckDB instead (`SparkTarget.in_driver`). Also: map rows summed by key on Spark,
 for every part of the engine that sums a DataFrame of map rows.
 """
 from __future__ import annotations
