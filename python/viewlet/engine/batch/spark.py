@@ -22,7 +22,7 @@ from ..state.settings import SPARK
 from .leaves import LeafReader, SparkLeaves
 from .local import LOCAL_FAILURES, driver_phase_rows, failure_text
 from .task_phase import local_master, run_in_task
-from .target import ArrowTarget
+from .target import ArrowTarget, summed_sql
 
 log = logging.getLogger("viewlet")
 
@@ -145,9 +145,4 @@ class SparkTarget(ArrowTarget):
 def sum_by_keys(df: DataFrame, keys, values: Dict[str, str]) -> DataFrame:
     """Group a DataFrame of map rows by keys, sum each value column cast to its map type,
     drop all-zero rows."""
-    sums = [f"CAST(COALESCE(SUM({q(c)}), 0) AS {t}) AS {q(c)}" for c, t in values.items()]
-    expr_keys = ", ".join(q(k) for k in keys)
-    nonzero = " OR ".join(f"{q(c)} <> 0" for c in values)
-    sql = (f"SELECT {expr_keys + ', ' if keys else ''}{', '.join(sums)} FROM {{d}}"
-           + (f" GROUP BY {expr_keys}" if keys else ""))
-    return df.sparkSession.sql(f"SELECT * FROM ({sql}) WHERE {nonzero}", d=df)
+    return df.sparkSession.sql(summed_sql("{d}", keys, values, q), d=df)

@@ -66,6 +66,18 @@ def sharing_rows(block: Block) -> List[List[Member]]:
     return groups
 
 
+def summed_sql(source: str, keys, values: Dict[str, str], quote) -> str:
+    """SQL text of `source`'s rows summed by `keys`, each value column of `values` (column ->
+    SQL type) summed with NULL as 0 and cast to its type, rows whose values all sum to 0
+    dropped (storage/arrow.sum_by_key); `quote` quotes an identifier in the SQL dialect."""
+    sums = [f"CAST(COALESCE(SUM({quote(c)}), 0) AS {t}) AS {quote(c)}" for c, t in values.items()]
+    expr_keys = ", ".join(quote(k) for k in keys)
+    nonzero = " OR ".join(f"{quote(c)} <> 0" for c in values)
+    sql = (f"SELECT {expr_keys + ', ' if keys else ''}{', '.join(sums)} FROM {source}"
+           + (f" GROUP BY {expr_keys}" if keys else ""))
+    return f"SELECT * FROM ({sql}) AS summed WHERE {nonzero}"
+
+
 class Target(ABC):
     """One batch's plan run somewhere. `leaves` binds the plan's leaves (batch/leaves.py):
     its `pending` holds the deltas earlier phases computed, its `reads` what each map read

@@ -36,7 +36,7 @@ from . import in_task
 from .in_task import CHUNK, ERROR, LEAF, PHASE, FileLeaf, LeafLayout, PhaseStep, TaskQuery
 from .leaves import SparkLeaves, leaf_columns, typed_rows
 from .local import local_sql
-from .target import member_columns, sharing_rows
+from .target import member_columns, sharing_rows, summed_sql
 
 log = logging.getLogger("viewlet")
 
@@ -157,17 +157,10 @@ def _map_rows(view, phase: Phase, rows_table: str) -> Dict[str, List[str]]:
 
 
 def _sum_sql(view, target: str, selects: List[str]) -> str:
-    """Map `target`'s rows of `selects` summed by its keys, NULL counting as 0, keys whose
-    values all sum to 0 dropped (storage/arrow.sum_by_key)."""
+    """Map `target`'s rows of `selects` summed by its keys (`summed_sql`, in DuckDB)."""
     schema = view.map_schema(target)
-    keys = ", ".join(_dq(k) for k in schema.keys)
-    sums = ", ".join(f"CAST(COALESCE(SUM({_dq(c)}), 0) AS {T.parse(t).duck_sql()}) AS {_dq(c)}"
-                     for c, t in schema.values.items())
-    nonzero = " OR ".join(f"{_dq(c)} <> 0" for c in schema.values)
-    body = " UNION ALL ".join(selects)
-    grouped = (f"SELECT {keys + ', ' if keys else ''}{sums} FROM ({body}) AS pieces"
-               + (f" GROUP BY {keys}" if keys else ""))
-    return f"SELECT * FROM ({grouped}) AS sums WHERE {nonzero}"
+    types = {c: T.parse(t).duck_sql() for c, t in schema.values.items()}
+    return summed_sql(f"({' UNION ALL '.join(selects)}) AS pieces", schema.keys, types, _dq)
 
 
 def _dq(name: str) -> str:
