@@ -55,7 +55,7 @@ def test_committed_files_are_read_skipped_and_committed_once(tmp_path):
     assert got.equals(pa.concat_tables([low, high]).cast(got.schema).sort_by("k"))
     # statistics from the footers skip files as those of Viewlet's own writes do
     snap = store.snapshot(table, version)
-    assert len(snap.restricted({"k": ({9}, False)}).files) == 1
+    assert len(snap.restricted({"k": (pa.array([9]), False)}).files) == 1
     # the same transaction again: nothing committed, its files deleted
     again = store.describe_files(table, [_write(table, low, "b1again")])
     assert store.commit_files(table, again, (), txn) is None

@@ -7,7 +7,7 @@ column keeps its type (its sums are cast back to it).
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Set, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,13 +86,37 @@ def plain_types(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema(fields)) if changed else table
 
 
-def key_lookups(rows: pa.Table, keys: Sequence[str]) -> Dict[str, Tuple[Set, bool]]:
-    """{key column: (distinct non-NULL values, whether NULL occurs)} of `rows`."""
-    out = {}
-    for k in keys:
-        column = rows.column(k)
-        out[k] = ({v for v in pc.unique(column).to_pylist() if v is not None}, column.null_count > 0)
-    return out
+#: key column -> (the distinct non-NULL values looked up, whether NULL is looked up): which
+#: rows of a map a read by key keeps. The values stay Arrow arrays: a large batch looks up
+#: hundreds of thousands of values per column, and Python sets of them cost more than the
+#: batch's query.
+KeyLookups = Dict[str, Tuple[pa.Array, bool]]
+
+
+def distinct_values(column) -> pa.Array:
+    """The distinct non-NULL values of `column` (an Array or ChunkedArray)."""
+    values = pc.unique(column)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return pc.drop_null(values) if values.null_count else values
+
+
+def merged_values(parts: Sequence[pa.Array], t: pa.DataType) -> Optional[pa.Array]:
+    """The distinct values of every part as type `t`; None when a part's values do not all
+    convert to `t` exactly (the caller then filters nothing by them)."""
+    try:
+        typed = [p.cast(t) if p.type != t else p for p in parts if len(p)]
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    if not typed:
+        return pa.array([], t)
+    return typed[0] if len(typed) == 1 else distinct_values(pa.chunked_array(typed, t))
+
+
+def key_lookups(rows: pa.Table, keys: Sequence[str]) -> KeyLookups:
+    """The lookups of `rows`' keys: each key column's distinct values, and whether NULL
+    occurs."""
+    return {k: (distinct_values(rows.column(k)), rows.column(k).null_count > 0) for k in keys}
 
 
 def is_in(column, values: pa.Array, has_null: bool):

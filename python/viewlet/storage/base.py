@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .arrow import prunable
+from .arrow import KeyLookups, prunable
 
 Txn = Tuple[str, int]  # (application id, version): makes a commit idempotent
 
@@ -70,7 +71,7 @@ class Snapshot:
             return ()
         return self.deleted.get(file.rsplit("/", 1)[-1], ())
 
-    def restricted(self, lookups: Dict[str, Tuple[Set, bool]]) -> "Snapshot":
+    def restricted(self, lookups: KeyLookups) -> "Snapshot":
         """Only the files that can hold a row whose column c equals one of lookups[c]'s
         values (NULL only if lookups[c] says so), for every column c: file skipping by
         min/max statistics. Files without usable statistics are kept.
@@ -90,10 +91,10 @@ class Snapshot:
             field = self.schema.field(c) if c in self.schema.names else None
             if field is None or not prunable(field.type):
                 continue
-            try:
-                columns[c] = (sorted(values), has_null, pa.types.is_string(field.type))
-            except TypeError:            # values that do not compare: no skipping on c
-                continue
+            # sorted by Arrow (strings by code point, as Python compares them), compared
+            # with the statistics as Python values
+            ordered = values.take(pc.array_sort_indices(values)).to_pylist()
+            columns[c] = (ordered, has_null, pa.types.is_string(field.type))
         if not columns:
             return self
         keep = [i for i, st in enumerate(self.stats) if all(

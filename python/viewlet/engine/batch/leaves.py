@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...plan.batch import Leaf
 from ...plan.local import types as T
 from ...plan.lower import MULT, MapOrigin
+from ...storage.arrow import KeyLookups, distinct_values, merged_values
 from ...storage.base import Snapshot
 from ..local.executor import available_engine
 from ..spark.io import read_table, snapshot_frame, spark_schema
@@ -91,7 +91,8 @@ class LeafReader:
         key column cannot be compared exactly)."""
         if leaf not in self.matched:
             view, store = self.view, self.view.ctx.store
-            lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys)
+            lookups = self.lookup_values(leaf.detail, view.map_schema(leaf.name).keys,
+                                         view.map_arrow_schema(leaf.name))
             hot, source = self.hot(leaf.name)
             if hot is not None:
                 rows = hot.lookup(lookups)
@@ -107,11 +108,13 @@ class LeafReader:
             self.matched[leaf] = rows
         return self.matched[leaf]
 
-    def lookup_values(self, lookups, keys) -> Dict[str, Tuple[set, bool]]:
-        """{map key column: (distinct batch values, whether NULL is among them)}."""
+    def lookup_values(self, lookups, keys, schema: pa.Schema) -> KeyLookups:
+        """The batch's values of each looked-up key column of a map (`schema`): the
+        distinct values of every origin, as the key column's type; a column whose values do
+        not convert to it exactly is not looked up by (the rows read are a superset)."""
         out = {}
         for j, origins in lookups:
-            values, has_null = set(), False
+            parts, has_null = [], False
             for rel, col in origins:
                 if isinstance(rel, MapOrigin):
                     table = self.matching(Leaf("map", rel.name, rel.lookups))
@@ -121,8 +124,13 @@ class LeafReader:
                     continue
                 column = table.column(col)
                 has_null = has_null or column.null_count > 0
-                values.update(v for v in pc.unique(column).to_pylist() if v is not None)
-            out[keys[j]] = (values, has_null)
+                parts.append(distinct_values(column))
+            key = keys[j]
+            t = schema.field(key).type if key in schema.names else \
+                (parts[0].type if parts else pa.null())
+            values = merged_values(parts, t)
+            if values is not None:
+                out[key] = (values, has_null)
         return out
 
     def arrow(self, leaf: Leaf) -> pa.Table:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Dict, Optional, Sequence, Set, Tuple
+from typing import Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import is_in, key_lookups, plain_types, prunable
+from ...storage.arrow import KeyLookups, is_in, key_lookups, plain_types, prunable
 from ...storage.base import Snapshot
 from ..local.executor import LocalEngineError, quoted_name
 
@@ -27,7 +27,7 @@ def read_keys(store, path: str, version: int, rows: pa.Table, keys: Sequence[str
 FILES_PER_READ = 8
 
 
-def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
+def read_matching(store, snap: Snapshot, lookups: KeyLookups,
                   engine=None) -> pa.Table:
     """Exactly the rows of `snap` whose column c holds one of lookups[c]'s values (or NULL
     when lookups[c] says so) for every c: files skipped by statistics
@@ -35,7 +35,7 @@ def read_matching(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
     return matching_rows(store, snap.restricted(lookups), lookups, engine)
 
 
-def matching_rows(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
+def matching_rows(store, snap: Snapshot, lookups: KeyLookups,
                   engine=None) -> pa.Table:
     """read_matching over a snapshot already restricted to `lookups`: the rows of its files
     filtered, a few files at a time in Arrow, or, with `engine` (the local target's,
@@ -47,12 +47,8 @@ def matching_rows(store, snap: Snapshot, lookups: Dict[str, Tuple[Set, bool]],
     tests = []
     for c, (values, has_null) in lookups.items():
         field = snap.schema.field(c) if c in snap.schema.names else None
-        if field is None or not prunable(field.type):
-            continue
-        try:
-            tests.append((c, pa.array(list(values)), has_null))
-        except (pa.ArrowException, TypeError, ValueError):      # mixed types: no filter
-            continue
+        if field is not None and prunable(field.type):
+            tests.append((c, values, has_null))
     if engine is not None and tests and snap.files:
         rows = _semi_joined(store, engine, snap, tests)
         if rows is not None:
