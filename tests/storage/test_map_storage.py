@@ -110,6 +110,19 @@ def test_key_lookups_give_each_key_column_its_values_and_whether_null_occurs():
     assert sorted(values.to_pylist()) == [1, 4] and values.type == pa.int64() and has_null
 
 
+def test_merged_values_are_distinct_values_of_the_key_type_or_none():
+    from viewlet.storage.arrow import distinct_values, merged_values
+    parts = [distinct_values(pa.chunked_array([[3, 1, None, 3], [2]], pa.int32())),
+             pa.array([2, 7], pa.int64())]
+    merged = merged_values(parts, pa.int64())
+    assert merged.type == pa.int64() and sorted(merged.to_pylist()) == [1, 2, 3, 7]
+    assert merged_values([], pa.date32()).equals(pa.array([], pa.date32()))
+    # a value the key type cannot hold exactly: no filter on that column (None)
+    assert merged_values([pa.array([2**40])], pa.int32()) is None
+    assert merged_values([pa.array(["x"])], pa.int64()) is None
+    assert merged_values([pa.array([Decimal("1.25")])], pa.decimal128(10, 1)) is None
+
+
 def test_read_keys_returns_the_rows_of_the_keys_not_whole_files(store, tmp_path):
     path = str(tmp_path / "m")
     store.create(path, _table(list(range(100))), rows_per_file=25)
