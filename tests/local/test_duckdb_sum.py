@@ -1,4 +1,4 @@
-"""A large map delta summed by DuckDB (engine/batch/local.py duckdb_sum_by_key) gives what
+"""A large map delta summed by DuckDB (engine/local/executor.py duckdb_sum_by_key) gives what
 the Arrow map algebra gives (storage/arrow.py sum_by_key with every value column as a zero
 column): one row per key with NULL keys one group, exact integer and decimal sums in the
 map's types, NULL values as 0, keys whose values all sum to 0 dropped."""
@@ -10,8 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from viewlet.engine.batch.local import duckdb_sum_by_key
-from viewlet.engine.local.executor import LocalEngine
+from viewlet.engine.local.executor import LocalEngine, duckdb_sum_by_key
 from viewlet.storage.arrow import sum_by_key
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("n", pa.int32()),

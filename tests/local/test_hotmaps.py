@@ -79,12 +79,20 @@ def test_values_that_do_not_convert_give_a_superset():
     assert got.num_rows == hot.rows                 # cannot filter: every row, callers join
 
 
-def test_folding_keeps_every_sum_and_drops_zero_rows(monkeypatch):
+@pytest.mark.parametrize("by", ["arrow", "duckdb"])
+def test_folding_keeps_every_sum_and_drops_zero_rows(monkeypatch, by):
     from viewlet.engine.local import hotmaps
+    from viewlet.engine.local.executor import LocalEngine
     monkeypatch.setattr(hotmaps, "FOLD_MIN_ROWS", 100)
     rng = random.Random(5)
     base = _rows(rng, 200)
     hot = _hot(base)
+    if by == "duckdb":
+        hot.engine = LocalEngine(threads=2)
+
+        def arrow_sum(*args):
+            raise AssertionError("folded by Arrow, not by the engine")
+        monkeypatch.setattr(hotmaps, "sum_by_key", arrow_sum)
     expected = _sums(base)
     folds = 0
     for version in range(2, 12):
@@ -101,6 +109,7 @@ def test_folding_keeps_every_sum_and_drops_zero_rows(monkeypatch):
             keys = [(r["k0"], r["k1"], r["k2"]) for r in hot.base.to_pylist()]
             assert len(keys) == len(set(keys))
             assert all(r["__v"] != 0 for r in hot.base.to_pylist())
+            assert hot.base.schema == base.schema
     assert folds >= 2 and hot.version == 11
 
 

@@ -21,8 +21,7 @@ from ...plan.local import types as T
 from ...plan.local.translate import Translator
 from ...plan.local.types import NotLocal
 from ...plan.lower import q
-from ...storage.arrow import without_zero_rows
-from ..local.executor import LocalEngineError, quoted_name
+from ..local.executor import LocalEngineError, duckdb_sum_by_key, quoted_name
 from ..state.settings import LOCAL
 from .leaves import ArrowLeaves, LeafReader, leaf_columns
 from .result_sql import COPIES, multiset_params, result_rows_sql
@@ -67,19 +66,6 @@ class LocalTarget(ArrowTarget):
         schema = view.map_schema(name)
         return duckdb_sum_by_key(view.ctx.local_engine, pa.concat_tables(pieces),
                                  schema.keys, list(schema.values))
-
-
-def duckdb_sum_by_key(engine, rows: pa.Table, keys: List[str], values: List[str]) -> pa.Table:
-    """storage/arrow.py sum_by_key(rows, keys, values, values) run by DuckDB: one row per
-    key (NULL keys one group, as in Arrow), each value summed exactly (NULL as 0) and cast
-    back to its type (a sum out of its range fails the cast, as Arrow's sum does), keys
-    whose values all sum to 0 dropped."""
-    names = ", ".join(quoted_name(k) for k in keys)
-    sums = ", ".join(f"COALESCE(SUM({quoted_name(c)}), 0) AS {quoted_name(c)}" for c in values)
-    sql = f"SELECT {names + ', ' if names else ''}{sums} FROM pieces" + \
-        (f" GROUP BY {names}" if names else "")
-    summed = engine.query(sql, {"pieces": rows})
-    return without_zero_rows(summed.select(rows.schema.names).cast(rows.schema), values)
 
 
 def driver_phase_rows(view, phase: Phase, leaves: LeafReader, summed: bool = False) -> pa.Table:

@@ -17,7 +17,7 @@ from typing import Dict, Optional, Sequence
 
 import pyarrow as pa
 
-from ...storage.arrow import plain_types
+from ...storage.arrow import plain_types, without_zero_rows
 from ..runtime import cancel
 
 # Queries run by execute(), not sql(): sql() tokenizes the text in Python first (seconds for
@@ -117,3 +117,20 @@ class LocalEngine:
                 self._db.close()
                 self._db = None
                 shutil.rmtree(self._spill, ignore_errors=True)
+
+
+def duckdb_sum_by_key(engine: "LocalEngine", rows: pa.Table, keys: Sequence[str],
+                      values: Sequence[str], zero_columns: Optional[Sequence[str]] = None
+                      ) -> pa.Table:
+    """storage/arrow.py sum_by_key(rows, keys, values, zero_columns) run by DuckDB on every
+    core (Arrow's group-by runs on one): one row per key (NULL keys one group, as in Arrow),
+    each value summed exactly (NULL as 0) and cast back to its type (a sum out of its range
+    fails the cast, as Arrow's sum does), keys whose `zero_columns` (default: every value
+    column) all sum to 0 dropped."""
+    names = ", ".join(quoted_name(k) for k in keys)
+    sums = ", ".join(f"COALESCE(SUM({quoted_name(c)}), 0) AS {quoted_name(c)}" for c in values)
+    sql = f"SELECT {names + ', ' if names else ''}{sums} FROM pieces" + \
+        (f" GROUP BY {names}" if names else "")
+    summed = engine.query(sql, {"pieces": rows})
+    return without_zero_rows(summed.select(rows.schema.names).cast(rows.schema),
+                             values if zero_columns is None else zero_columns)

@@ -62,7 +62,7 @@ def held_maps(view, version_of: Dict[str, int]) -> FrozenSet[str]:
 def new_hot_map(view, name: str, version: int, rows: pa.Table):
     schema = view.map_schema(name)
     return HotMap(view.map_path(name), version, rows, schema.keys, list(schema.values),
-                  view.compiled.program.maps[name].zero_columns())
+                  view.compiled.program.maps[name].zero_columns(), available_engine(view.ctx))
 
 
 def rows_by_keys(view, name: str, version: int, rows: pa.Table, keys,
