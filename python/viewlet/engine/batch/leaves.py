@@ -125,12 +125,9 @@ class LeafReader:
                 column = table.column(col)
                 has_null = has_null or column.null_count > 0
                 parts.append(distinct_values(column))
-            key = keys[j]
-            t = schema.field(key).type if key in schema.names else \
-                (parts[0].type if parts else pa.null())
-            values = merged_values(parts, t)
+            values = merged_values(parts, schema.field(keys[j]).type)
             if values is not None:
-                out[key] = (values, has_null)
+                out[keys[j]] = (values, has_null)
         return out
 
     def arrow(self, leaf: Leaf) -> pa.Table:

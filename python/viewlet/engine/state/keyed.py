@@ -9,7 +9,8 @@ from typing import Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...storage.arrow import KeyLookups, is_in, key_lookups, plain_types, prunable
+from ...storage.arrow import (KeyLookups, is_in, key_lookups, merged_values, plain_types,
+                               prunable)
 from ...storage.base import Snapshot
 from ..local.executor import LocalEngineError, quoted_name
 
@@ -61,9 +62,8 @@ def matching_rows(store, snap: Snapshot, lookups: KeyLookups,
         mask = None
         for c, values, has_null in tests:
             column = rows.column(c)
-            try:
-                value_set = values.cast(column.type) if len(values) else pa.array([], column.type)
-            except (pa.ArrowException, TypeError, ValueError):  # e.g. lossy: no filter
+            value_set = merged_values([values], column.type)
+            if value_set is None:                               # e.g. lossy: no filter
                 continue
             test = is_in(column, value_set, has_null)
             mask = test if mask is None else pc.and_(mask, test)
@@ -85,9 +85,8 @@ def _semi_joined(store, engine, snap: Snapshot, tests) -> Optional[pa.Table]:
     tables, joins = {}, []
     for i, (c, values, has_null) in enumerate(tests):
         t = snap.schema.field(c).type
-        try:
-            typed = values.cast(t) if len(values) else pa.array([], t)
-        except (pa.ArrowException, TypeError, ValueError):      # e.g. lossy: no filter
+        typed = merged_values([values], t)
+        if typed is None:                                       # e.g. lossy: no filter
             continue
         if has_null:
             typed = pa.concat_arrays([typed, pa.nulls(1, t)])
